@@ -1,0 +1,23 @@
+"""tfhp: a graph-mode research toolkit for high-performance and distributed TensorFlow training.
+
+This file imports nothing from TensorFlow so that `pip install` works before TF is present.
+"""
+import setuptools
+
+setuptools.setup(
+    name='tfhp',
+    version='0.1.0',
+    description='Graph-mode (tf.compat.v1) toolkit for studying fast and distributed training.',
+    packages=setuptools.find_packages(include=['tfhp', 'tfhp.*']),
+    python_requires='>=3.9',
+    install_requires=['numpy', 'absl-py'],
+    extras_require={
+        # TensorFlow is an extra so that CPU machines take the much smaller CPU-only wheel.
+        'cpu': ['tensorflow-cpu>=2.13'],
+        'gpu': ['tensorflow[and-cuda]>=2.13'],
+        'test': ['pytest>=7'],
+    },
+    entry_points={'console_scripts': [
+        'tfhp=tfhp.cli:run_main',
+    ]},
+)

@@ -1,0 +1,47 @@
+"""The command line: exit status, messages, and the README's flags table kept true."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tfhp import cli
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, '-m', 'tfhp'] + list(args), capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--model=nosuchnet'], '--model'),
+    (['--batch_size=0'], '--batch_size'),
+    (['--data_format=NCHW', '--model=lenet'], '--data_format=NCHW'),
+])
+def test_bad_flags_exit_2_naming_the_flag(args, message):
+    proc = _run(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
+def test_short_run_prints_total_images_per_sec(tmp_path):
+    out = tmp_path / 'r.jsonl'
+    proc = _run('--model=trivial', '--image_size=16', '--batch_size=4', '--num_batches=3',
+                '--num_warmup_batches=1', '--result_file=%s' % out)
+    assert proc.returncode == 0, proc.stderr
+    match = re.search(r'total images/sec: ([0-9.]+)', proc.stdout)
+    assert match and float(match.group(1)) > 0
+    assert out.exists()
+
+
+def test_readme_flags_table_lists_every_flag():
+    with open(os.path.join(ROOT, 'README.md')) as f:
+        readme = f.read()
+    names = sorted(flag.name for flag in cli.FLAGS.get_flags_for_module(cli.__name__))
+    assert len(names) > 30
+    missing = [n for n in names if '`--%s`' % n not in readme]
+    assert not missing, 'README flags table lacks: %s' % missing

@@ -1,0 +1,17 @@
+"""tfhp: explicit, session-based tf.compat.v1 training, built to study how training is made fast.
+
+Glossary (each name means one thing everywhere in the code):
+  tower        one model copy on one device; `num_towers`, `tower_grads[t][v] = (grad, var)`.
+  worker/task  one process of a cluster; `num_workers`.
+  ps           a parameter-server task; `num_ps`.
+  replica      a worker taking part in one synchronous step.
+  chief        task 0 of the worker job: it initialises, checkpoints and summarises.
+  global batch batch_size (per tower) * num_towers * num_workers.
+  stage        one part of a step (input, staging, forward, backward, aggregate, apply); the
+               names live in `tfhp.ops.scopes` so that traces can be read back by stage.
+
+Importing tfhp has no side effects: entry points (the CLI, experiments, tests) call
+`tf.disable_v2_behavior()`, library modules never do.
+"""
+
+__version__ = '0.1.0'

@@ -1,0 +1,236 @@
+"""The one layer builder every model uses: conv, dense, pooling, batch norm, dropout.
+
+Built from `tf.nn` ops and `tf.compat.v1.get_variable` only (no Keras), so that every op and
+variable is visible and placeable by hand. The builder owns the data format: models are written
+once and built as NHWC or NCHW by constructing the builder with a different `data_format`.
+
+Variables get stable, readable names (`conv0/weights`, `conv0/batchnorm/gamma`, ...) from a
+per-builder counter, so that the same model built twice (NHWC and NCHW, or on two towers under a
+reusing variable scope) has the same variable names and the weights can be shared or copied.
+"""
+import collections
+
+import tensorflow.compat.v1 as tf
+
+NHWC = 'NHWC'
+NCHW = 'NCHW'
+
+# Batch-norm statistics are not trained by gradients; they are updated by these ops, which the
+# step builder runs with the train op (from the first tower only, as in the reference benchmarks).
+BN_UPDATE_OPS = tf.GraphKeys.UPDATE_OPS
+
+
+class LayerBuilder:
+    """Builds layers in one data format, naming variables by a per-kind counter.
+
+    Args:
+      data_format: 'NHWC' or 'NCHW'; images given to the model must already be in it.
+      is_training: batch norm uses batch statistics and dropout drops when True.
+      fuse_batchnorm: use the fused kernel (`tf.nn.fused_batch_norm`) rather than the composite
+        moments + normalize ops; both compute the same function.
+      use_bias_with_bn: whether conv layers followed by batch norm also get a bias (they never need
+        one; the option exists to match published parameter counts of some nets).
+      bn_decay: decay of the moving mean and variance.
+      bn_epsilon: variance epsilon.
+    """
+
+    def __init__(self, data_format=NHWC, is_training=True, fuse_batchnorm=True,
+                 bn_decay=0.997, bn_epsilon=1e-5):
+        if data_format not in (NHWC, NCHW):
+            raise ValueError('data_format must be NHWC or NCHW, got %r' % (data_format,))
+        self.data_format = data_format
+        self.is_training = is_training
+        self.fuse_batchnorm = fuse_batchnorm
+        self.bn_decay = bn_decay
+        self.bn_epsilon = bn_epsilon
+        self._counts = collections.Counter()
+
+    # -- shapes -------------------------------------------------------------------------------
+
+    @property
+    def channel_axis(self):
+        """The axis that holds channels in this builder's data format."""
+        return 3 if self.data_format == NHWC else 1
+
+    def channels(self, x):
+        """Static number of channels of a 4-D tensor."""
+        return int(x.shape[self.channel_axis])
+
+    def _unique(self, kind, name):
+        if name:
+            return name
+        index = self._counts[kind]
+        self._counts[kind] += 1
+        return '%s%d' % (kind, index)
+
+    def _window(self, size):
+        # tf.nn pooling/conv take 4-element ksize/strides in the data format's order.
+        if isinstance(size, int):
+            size = (size, size)
+        if self.data_format == NHWC:
+            return [1, size[0], size[1], 1]
+        return [1, 1, size[0], size[1]]
+
+    # -- layers -------------------------------------------------------------------------------
+
+    def conv(self, x, filters, kernel, strides=1, padding='SAME', activation=tf.nn.relu,
+             batch_norm=False, use_bias=None, stddev=None, name=None):
+        """2-D convolution, then optional batch norm (replacing the bias), then activation.
+
+        Args:
+          x: 4-D input in the builder's data format.
+          filters: output channels.
+          kernel: int or (height, width).
+          strides: int or (height, width).
+          padding: 'SAME', 'VALID', or an int of explicit symmetric spatial padding (applied
+            with tf.pad, then VALID), as ResNet and AlexNet need.
+          activation: a function, or None for linear.
+          batch_norm: follow the convolution with batch norm.
+          use_bias: defaults to `not batch_norm`.
+          stddev: truncated-normal init stddev; default is variance scaling (He init).
+          name: variable scope; default `conv<k>`.
+        Returns:
+          The output tensor.
+        """
+        name = self._unique('conv', name)
+        if isinstance(kernel, int):
+            kernel = (kernel, kernel)
+        if use_bias is None:
+            use_bias = not batch_norm
+        in_channels = self.channels(x)
+        if stddev is None:
+            init = tf.variance_scaling_initializer(scale=2.0, mode='fan_in')
+        else:
+            init = tf.truncated_normal_initializer(stddev=stddev)
+        with tf.variable_scope(name):
+            weights = tf.get_variable('weights', [kernel[0], kernel[1], in_channels, filters],
+                                      initializer=init)
+            if isinstance(padding, int):
+                x = self._pad(x, padding)
+                padding = 'VALID'
+            y = tf.nn.conv2d(x, weights, self._window(strides), padding,
+                             data_format=self.data_format)
+            if use_bias:
+                y = self._bias(y, filters)
+            if batch_norm:
+                y = self.batch_norm(y)
+            if activation is not None:
+                y = activation(y)
+        return y
+
+    def _pad(self, x, pad):
+        if self.data_format == NHWC:
+            return tf.pad(x, [[0, 0], [pad, pad], [pad, pad], [0, 0]])
+        return tf.pad(x, [[0, 0], [0, 0], [pad, pad], [pad, pad]])
+
+    def _bias(self, y, size):
+        biases = tf.get_variable('biases', [size], initializer=tf.zeros_initializer())
+        return tf.nn.bias_add(y, biases, data_format=self.data_format if y.shape.ndims == 4
+                              else None)
+
+    def dense(self, x, units, activation=tf.nn.relu, stddev=None, name=None):
+        """Fully connected layer on a 2-D input (flatten first)."""
+        name = self._unique('dense', name)
+        in_units = int(x.shape[-1])
+        if stddev is None:
+            init = tf.variance_scaling_initializer(scale=1.0, mode='fan_avg',
+                                                   distribution='uniform')
+        else:
+            init = tf.truncated_normal_initializer(stddev=stddev)
+        with tf.variable_scope(name):
+            weights = tf.get_variable('weights', [in_units, units], initializer=init)
+            y = self._bias(tf.matmul(x, weights), units)
+            if activation is not None:
+                y = activation(y)
+        return y
+
+    def max_pool(self, x, size, strides=None, padding='VALID'):
+        """Max pooling; `strides` defaults to `size`."""
+        return tf.nn.max_pool2d(x, self._window(size), self._window(strides or size), padding,
+                                data_format=self.data_format)
+
+    def avg_pool(self, x, size, strides=None, padding='VALID'):
+        """Average pooling; `strides` defaults to `size`."""
+        return tf.nn.avg_pool2d(x, self._window(size), self._window(strides or size), padding,
+                                data_format=self.data_format)
+
+    def global_avg_pool(self, x):
+        """Mean over the spatial axes, giving [batch, channels]."""
+        axes = [1, 2] if self.data_format == NHWC else [2, 3]
+        return tf.reduce_mean(x, axes)
+
+    def flatten(self, x):
+        """[batch, ...] -> [batch, prod(...)], channels-last order for either data format.
+
+        Transposing NCHW to NHWC first makes the flattened features (and so the next dense
+        layer's weights) the same in both formats.
+        """
+        if x.shape.ndims == 4 and self.data_format == NCHW:
+            x = tf.transpose(x, [0, 2, 3, 1])
+        size = 1
+        for dim in x.shape[1:]:
+            size *= int(dim)
+        return tf.reshape(x, [-1, size])
+
+    def concat(self, tensors):
+        """Concatenates along the channel axis."""
+        return tf.concat(tensors, self.channel_axis)
+
+    def dropout(self, x, keep_prob=0.5):
+        """Dropout during training only."""
+        if not self.is_training or keep_prob >= 1.0:
+            return x
+        return tf.nn.dropout(x, rate=1.0 - keep_prob)
+
+    def batch_norm(self, x, scale=True, name='batchnorm'):
+        """Batch norm over the channel axis, fused or composite per the builder.
+
+        Trainable `beta` (and `gamma` when `scale`); moving statistics are non-trainable
+        variables updated by ops added to `BN_UPDATE_OPS`.
+        """
+        channels = self.channels(x)
+        with tf.variable_scope(name):
+            beta = tf.get_variable('beta', [channels], initializer=tf.zeros_initializer())
+            if scale:
+                gamma = tf.get_variable('gamma', [channels], initializer=tf.ones_initializer())
+            else:
+                gamma = tf.ones([channels])
+            moving_mean = tf.get_variable('moving_mean', [channels], trainable=False,
+                                          initializer=tf.zeros_initializer())
+            moving_variance = tf.get_variable('moving_variance', [channels], trainable=False,
+                                              initializer=tf.ones_initializer())
+            if self.fuse_batchnorm:
+                y, mean, variance = self._fused(x, gamma, beta, moving_mean, moving_variance)
+            else:
+                y, mean, variance = self._composite(x, gamma, beta, moving_mean,
+                                                    moving_variance)
+            if self.is_training:
+                decay = self.bn_decay
+                tf.add_to_collection(BN_UPDATE_OPS, tf.assign_sub(
+                    moving_mean, (1.0 - decay) * (moving_mean - mean)))
+                tf.add_to_collection(BN_UPDATE_OPS, tf.assign_sub(
+                    moving_variance, (1.0 - decay) * (moving_variance - variance)))
+        return y
+
+    def _fused(self, x, gamma, beta, moving_mean, moving_variance):
+        if self.is_training:
+            y, mean, variance = tf.nn.fused_batch_norm(
+                x, gamma, beta, epsilon=self.bn_epsilon, data_format=self.data_format,
+                is_training=True)
+            return y, mean, variance
+        y, _, _ = tf.nn.fused_batch_norm(
+            x, gamma, beta, mean=moving_mean, variance=moving_variance,
+            epsilon=self.bn_epsilon, data_format=self.data_format, is_training=False)
+        return y, moving_mean, moving_variance
+
+    def _composite(self, x, gamma, beta, moving_mean, moving_variance):
+        axes = [0, 1, 2] if self.data_format == NHWC else [0, 2, 3]
+        shape = [1, 1, 1, -1] if self.data_format == NHWC else [1, -1, 1, 1]
+        if self.is_training:
+            mean, variance = tf.nn.moments(x, axes)
+        else:
+            mean, variance = moving_mean, moving_variance
+        y = tf.nn.batch_normalization(
+            x, tf.reshape(mean, shape), tf.reshape(variance, shape), tf.reshape(beta, shape),
+            tf.reshape(gamma, shape), self.bn_epsilon)
+        return y, mean, variance

@@ -1,0 +1,1 @@
+"""Input pipelines: each turns a data source into one batch per tower (see `base.Pipeline`)."""

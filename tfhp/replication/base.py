@@ -1,0 +1,48 @@
+"""The VariableManager interface: where variables live and how tower gradients meet.
+
+Contract (tested for every manager): gradients are averaged over towers, so N towers with
+batch b per tower make the same update as one tower with batch N*b.
+"""
+import abc
+import collections
+
+Update = collections.namedtuple('Update', [
+    'train_op',       # applies one step's update and increments global_step
+    'post_init_ops',  # run once after variable initialisation (e.g. copy tower 0 -> others)
+    'hooks',          # SessionRunHooks every worker must install
+])
+
+
+class VariableManager(abc.ABC):
+    """Creates variables for each tower and turns per-tower gradients into one update."""
+
+    @abc.abstractmethod
+    def tower_scope(self, tower):
+        """A context manager under which tower `tower` builds its model.
+
+        It sets the device (or a device function placing variables) and the variable scope
+        (shared or per-tower copies).
+        """
+
+    @abc.abstractmethod
+    def trainable_variables(self, tower):
+        """The trainable variables tower `tower` reads, in a fixed order."""
+
+    @abc.abstractmethod
+    def apply_gradients(self, tower_grads, optimizer_fn, global_step):
+        """Aggregates and applies gradients.
+
+        Args:
+          tower_grads: tower_grads[t][v] = (gradient, variable) for tower t.
+          optimizer_fn: a no-argument callable returning a new tf.train.Optimizer.
+          global_step: the global step variable; the manager increments it once per step.
+        Returns:
+          An `Update`.
+        """
+
+    def savable_variables(self):
+        """Variables a checkpoint holds, by their canonical (tower-independent) names.
+
+        None means every global variable under its own name.
+        """
+        return None

@@ -1,0 +1,78 @@
+"""Step timings and their summary figures; JSON result lines. Pure Python, no TensorFlow."""
+import json
+import math
+import os
+
+
+def percentile(values, q):
+    """The q-th percentile (0..100) of `values`, linear interpolation between ranks."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError('percentile of no values')
+    rank = (len(ordered) - 1) * q / 100.0
+    low, high = int(math.floor(rank)), int(math.ceil(rank))
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _spread(values):
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    return {'mean': mean, 'std': std, 'p50': percentile(values, 50),
+            'p90': percentile(values, 90)}
+
+
+class StepTimes:
+    """Durations of timed steps, and the wall time of the whole timed loop.
+
+    Args:
+      durations: seconds of each `session.run`.
+      wall_time: seconds from the start of the first step to the end of the last, including
+        everything the loop did between runs (so `images_per_sec` is what a user gets).
+      images_per_step: images every step consumed (the global batch).
+    """
+
+    def __init__(self, durations, wall_time, images_per_step):
+        if not durations:
+            raise ValueError('StepTimes needs at least one step')
+        self.durations = list(durations)
+        self.wall_time = wall_time
+        self.images_per_step = images_per_step
+
+    @classmethod
+    def concat(cls, parts):
+        """One StepTimes from consecutive runs of the same step (wall times added)."""
+        return cls([d for p in parts for d in p.durations], sum(p.wall_time for p in parts),
+                   parts[0].images_per_step)
+
+    @property
+    def num_steps(self):
+        return len(self.durations)
+
+    @property
+    def images_per_sec(self):
+        """Total images/sec over the timed loop."""
+        return self.num_steps * self.images_per_step / self.wall_time
+
+    def step_time_ms(self):
+        """mean, std, p50, p90 of step time in milliseconds."""
+        return _spread([d * 1000.0 for d in self.durations])
+
+    def images_per_sec_spread(self):
+        """mean, std, p50, p90 of per-step images/sec."""
+        return _spread([self.images_per_step / d for d in self.durations])
+
+    def summary(self):
+        """A JSON-ready dict of the figures."""
+        return {'images_per_sec': self.images_per_sec,
+                'images_per_sec_spread': self.images_per_sec_spread(),
+                'step_time_ms': self.step_time_ms(),
+                'num_steps': self.num_steps,
+                'wall_time_s': self.wall_time}
+
+
+def append_json(path, record):
+    """Appends `record` as one JSON line to `path`, creating its directory if needed."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, 'a') as f:
+        f.write(json.dumps(record, sort_keys=True) + '\n')

@@ -1,0 +1,47 @@
+"""One tower's forward pass and loss: a registered model, softmax cross entropy, L2 decay."""
+import tensorflow.compat.v1 as tf
+
+from tfhp.models import layers
+
+
+def make_model_fn(model_spec, num_classes, data_format='NHWC', fuse_batchnorm=True,
+                  is_training=True):
+    """Returns model_fn(images, labels) -> (cross-entropy loss, logits) for one tower.
+
+    The L2 term is added by the step builder, which knows which variables a tower owns.
+    """
+    def model_fn(images, labels):
+        builder = layers.LayerBuilder(data_format=data_format, is_training=is_training,
+                                      fuse_batchnorm=fuse_batchnorm)
+        logits = model_spec.build(builder, images, num_classes)
+        logits = tf.cast(logits, tf.float32)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), name='cross_entropy')
+        return loss, logits
+    return model_fn
+
+
+def is_decayed(variable):
+    """Whether weight decay applies: weights yes; biases and batch-norm parameters no."""
+    name = variable.op.name
+    return not (name.endswith('/biases') or '/batchnorm/' in name or
+                name.startswith('batchnorm/'))
+
+
+def l2_loss(variables, weight_decay):
+    """weight_decay * sum of l2_loss of the decayed variables (0 when there is nothing to decay)."""
+    decayed = [v for v in variables if is_decayed(v)]
+    if not weight_decay or not decayed:
+        return tf.constant(0.0)
+    return weight_decay * tf.add_n([tf.nn.l2_loss(tf.cast(v, tf.float32)) for v in decayed])
+
+
+def count_params(variables):
+    """Total number of elements of `variables`."""
+    total = 0
+    for v in variables:
+        size = 1
+        for dim in v.shape:
+            size *= int(dim)
+        total += size
+    return total
