@@ -1,0 +1,114 @@
+"""Runner overhead, fused vs composite batch norm, NHWC vs NCHW, on synthetic data.
+
+For each model the runner's timed loop (`tfhp.session.run_steps`, with the CLI's periodic loss
+fetch) and a bare `for: sess.run(train_op)` loop run on the same graph in the same session,
+alternating for several rounds; the overhead is 1 - runner/bare of the median images/sec.
+Then batch-norm models run fused and composite, and every model NHWC and NCHW where the device
+runs NCHW. Prints a table and one JSON line per result (appended to --result_file if given).
+
+  python experiments/runner_overhead.py                       # CPU defaults, a few minutes
+  python experiments/runner_overhead.py --device=gpu --models=resnet50 --batch_size=64
+"""
+import json
+import statistics
+import time
+
+from absl import app
+from absl import flags
+import tensorflow.compat.v1 as tf
+
+from tfhp import benchmark
+from tfhp import compat
+from tfhp import config as config_lib
+from tfhp import devices
+from tfhp import session as session_lib
+from tfhp import timing
+
+flags.DEFINE_list('models', ['trivial', 'lenet', 'alexnet', 'resnet50'], 'Models to measure.')
+flags.DEFINE_list('bn_models', ['resnet50'], 'Models for the fused vs composite comparison.')
+flags.DEFINE_integer('batch_size', 8, 'Per-device batch size for every model.')
+flags.DEFINE_integer('num_batches', 20, 'Timed steps per loop.')
+flags.DEFINE_integer('rounds', 3, 'Runner/bare alternations per model.')
+flags.DEFINE_enum('device', 'cpu', config_lib.DEVICES, 'Device kind.')
+flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+FLAGS = flags.FLAGS
+
+
+def _config(model, data_format='NHWC', fuse_batchnorm=True):
+    return config_lib.BenchmarkConfig(
+        model=config_lib.ModelConfig(name=model, batch_size=FLAGS.batch_size,
+                                     data_format=data_format, fuse_batchnorm=fuse_batchnorm),
+        device=config_lib.DeviceConfig(device=FLAGS.device),
+        run=config_lib.RunConfig(num_batches=FLAGS.num_batches, num_warmup_batches=5))
+
+
+def _bare_loop(sess, train_op, num_steps, images_per_step):
+    start = time.perf_counter()
+    for _ in range(num_steps):
+        sess.run(train_op)
+    return num_steps * images_per_step / (time.perf_counter() - start)
+
+
+def measure_overhead(model):
+    """Median images/sec of the runner's loop and of a bare loop on one graph."""
+    built = benchmark.build(_config(model))
+    ops, n = built.ops, FLAGS.num_batches
+    runner, bare = [], []
+    with tf.Session(graph=built.graph, config=built.session_config) as sess:
+        sess.run(built.init)
+        sess.run([ops.train_op, ops.loss])  # builds the executor of the runner's fetches
+        for _ in range(5):
+            sess.run(ops.train_op)
+        for _ in range(FLAGS.rounds):
+            times = session_lib.run_steps(sess, ops.train_op, n, built.images_per_step,
+                                          interval=10, interval_fetches={'loss': ops.loss},
+                                          on_interval=lambda *_: None)
+            runner.append(times.images_per_sec)
+            bare.append(_bare_loop(sess, ops.train_op, n, built.images_per_step))
+    runner_ips, bare_ips = statistics.median(runner), statistics.median(bare)
+    return {'study': 'runner_overhead', 'model': model, 'batch_size': built.batch_size,
+            'runner_images_per_sec': runner_ips, 'bare_images_per_sec': bare_ips,
+            'overhead_pct': 100.0 * (1.0 - runner_ips / bare_ips)}
+
+
+def measure_variant(model, study, **model_fields):
+    """images/sec of one benchmark.run with ModelConfig fields changed."""
+    result = benchmark.run(_config(model, **model_fields), log=lambda _: None)
+    return dict({'study': study, 'model': model, 'batch_size': result['batch_size'],
+                 'images_per_sec': result['images_per_sec'],
+                 'step_time_ms_p50': result['step_time_ms']['p50']}, **model_fields)
+
+
+def main(_):
+    compat.enable_graph_mode()
+    results = [measure_overhead(m) for m in FLAGS.models]
+    for model in FLAGS.bn_models:
+        for fused in (True, False):
+            results.append(measure_variant(model, 'batchnorm', fuse_batchnorm=fused))
+    nchw = devices.supports_nchw(FLAGS.device)
+    for model in FLAGS.models:
+        for data_format in ('NHWC', 'NCHW') if nchw else ('NHWC',):
+            results.append(measure_variant(model, 'data_format', data_format=data_format))
+    print('%-10s %-16s %14s %14s %10s' % ('model', 'study', 'runner/variant', 'bare', 'overhead'))
+    for r in results:
+        if r['study'] == 'runner_overhead':
+            print('%-10s %-16s %14.1f %14.1f %9.2f%%' % (
+                r['model'], 'runner vs bare', r['runner_images_per_sec'],
+                r['bare_images_per_sec'], r['overhead_pct']))
+        else:
+            label = ('fused' if r.get('fuse_batchnorm') else 'composite') if (
+                r['study'] == 'batchnorm') else r['data_format']
+            print('%-10s %-16s %14.1f' % (r['model'], '%s %s' % (r['study'], label),
+                                          r['images_per_sec']))
+    if not nchw:
+        print('NCHW: not measured, this TensorFlow build\'s %s kernels reject it'
+              % FLAGS.device.upper())
+    for r in results:
+        r['device'] = FLAGS.device
+        print(json.dumps(r, sort_keys=True))
+        if FLAGS.result_file:
+            timing.append_json(FLAGS.result_file, r)
+
+
+if __name__ == '__main__':
+    app.run(main)
