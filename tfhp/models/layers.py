@@ -226,11 +226,16 @@ class LayerBuilder:
     def _composite(self, x, gamma, beta, moving_mean, moving_variance):
         axes = [0, 1, 2] if self.data_format == NHWC else [0, 2, 3]
         shape = [1, 1, 1, -1] if self.data_format == NHWC else [1, -1, 1, 1]
-        if self.is_training:
-            mean, variance = tf.nn.moments(x, axes)
-        else:
-            mean, variance = moving_mean, moving_variance
+        if not self.is_training:
+            y = tf.nn.batch_normalization(
+                x, tf.reshape(moving_mean, shape), tf.reshape(moving_variance, shape),
+                tf.reshape(beta, shape), tf.reshape(gamma, shape), self.bn_epsilon)
+            return y, moving_mean, moving_variance
+        mean, variance = tf.nn.moments(x, axes)
         y = tf.nn.batch_normalization(
             x, tf.reshape(mean, shape), tf.reshape(variance, shape), tf.reshape(beta, shape),
             tf.reshape(gamma, shape), self.bn_epsilon)
-        return y, mean, variance
+        # The fused kernel hands back the unbiased (n / (n - 1)) batch variance for the moving
+        # average; do the same so both paths update moving_variance identically.
+        count = tf.cast(tf.size(x) // tf.shape(x)[self.channel_axis], x.dtype)
+        return y, mean, variance * count / tf.maximum(count - 1.0, 1.0)

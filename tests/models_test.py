@@ -1,0 +1,230 @@
+"""Tests of the model zoo: parameter counts, shapes, data formats, batch norm and dropout.
+
+The big nets are only built as graphs (no session), which takes a second or two each; sessions
+are run only for small nets or at small image sizes.
+"""
+import collections
+import functools
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tfhp.models import inception
+from tfhp.models import layers
+from tfhp.models import registry
+
+NUM_CLASSES = 1000
+
+# Published trainable-parameter counts at 1000 classes, with their sources.
+PUBLISHED_PARAMS = {
+    # No published figure: the benchmarks' variant counted by hand for 3-channel 28x28 inputs.
+    # conv5x5 3->32: 5*5*3*32 + 32 = 2,432; conv5x5 32->64: 5*5*32*64 + 64 = 51,264;
+    # fc 7*7*64->512: 3,136*512 + 512 = 1,606,144; fc 512->1000: 512*1000 + 1000 = 513,000;
+    # total 2,172,840.
+    'lenet': 2172840,
+    # torchvision alexnet (one-tower, conv widths 64-192-384-256-256, 224x224): 61,100,840.
+    'alexnet': 61100840,
+    # OverFeat fast (Sermanet et al. 2014), 231x231 input: 145.9M.
+    'overfeat': 145.9e6,
+    # Simonyan & Zisserman 2014, configurations A/D/E (as in torchvision): 132.86M, 138.36M,
+    # 143.67M.
+    'vgg11': 132.86e6,
+    'vgg16': 138.36e6,
+    'vgg19': 143.67e6,
+    # Szegedy et al. 2014 (GoogLeNet) without auxiliary heads: "about 7M". The paper's Table 1
+    # column sums to 6.8M but its rows are inconsistently rounded; a direct count of its
+    # architecture (real 5x5 convolutions, convolution biases, no batch norm) is 6,998,552.
+    # torchvision's 6.6M differs because it uses 3x3 in the 5x5 branch and batch norm.
+    'googlenet': 7.0e6,
+    # Inception v3 main head (Keras / Szegedy et al. 2015: 23.8M); torchvision inception_v3
+    # 27,161,264 less its AuxLogits (3,326,696) is 23,834,568, with BN gamma and beta.
+    'inception3': 23.8e6,
+    # He et al. 2015 (as counted by torchvision, BN gamma/beta included, no conv biases);
+    # v1.5 moves a stride and has the same parameters.
+    'resnet50': 25557032,
+    'resnet101': 44549160,
+    'resnet152': 60192808,
+    'resnet50_v1.5': 25557032,
+    'resnet101_v1.5': 44549160,
+    'resnet152_v1.5': 60192808,
+}
+# 'trivial' is a measuring tool, not a published net, so it has no figure to match.
+UNPUBLISHED = {'trivial'}
+
+# Small image sizes, for the tests that run sessions: lenet's fc fixes 28; the others pool
+# globally and build at these (inception3's VALID reductions need at least 75).
+SMALL_SIZES = {'lenet': 28, 'resnet50': 32, 'googlenet': 32, 'inception3': 75}
+
+
+def _num_params(variables):
+    return sum(int(np.prod(v.shape.as_list())) for v in variables)
+
+
+Built = collections.namedtuple('Built', [
+    'logits_shape',  # static shape of the logits
+    'variables',     # {name: shape} of every variable
+    'num_params',    # trainable parameter count
+    'conv_shapes',   # {op name: output shape} of every convolution
+])
+
+
+@functools.lru_cache(maxsize=None)
+def _build_graph_only(name, data_format):
+    """Builds registered model `name` at its default size with batch 1; returns a `Built`."""
+    spec = registry.get(name)
+    size = spec.image_size
+    shape = [1, size, size, 3] if data_format == layers.NHWC else [1, 3, size, size]
+    with tf.Graph().as_default() as graph:
+        images = tf.placeholder(tf.float32, shape)
+        # Eval mode builds the same variables with fewer ops (no moving-average updates).
+        builder = layers.LayerBuilder(data_format=data_format, is_training=False)
+        logits = spec.build(builder, images, NUM_CLASSES)
+        return Built(
+            logits.shape.as_list(),
+            {v.op.name: v.shape.as_list() for v in tf.global_variables()},
+            _num_params(tf.trainable_variables()),
+            {op.name: op.outputs[0].shape.as_list()
+             for op in graph.get_operations() if op.type == 'Conv2D'})
+
+
+def test_every_registered_model_has_a_published_count():
+    assert set(registry.names()) - UNPUBLISHED == set(PUBLISHED_PARAMS)
+
+
+@pytest.mark.parametrize('name', sorted(PUBLISHED_PARAMS))
+def test_parameter_count_matches_publication(name):
+    count = _build_graph_only(name, layers.NHWC).num_params
+    published = PUBLISHED_PARAMS[name]
+    assert abs(count - published) <= 0.005 * published, (name, count, published)
+
+
+def test_inception3_aux_head_matches_torchvision_count():
+    # torchvision inception_v3 with AuxLogits: 27,161,264 trainable parameters.
+    with tf.Graph().as_default():
+        images = tf.placeholder(tf.float32, [1, 299, 299, 3])
+        logits, aux = inception.build(layers.LayerBuilder(), images, NUM_CLASSES,
+                                      aux_logits=True)
+        assert logits.shape.as_list() == [1, NUM_CLASSES]
+        assert aux.shape.as_list() == [1, NUM_CLASSES]
+        assert _num_params(tf.trainable_variables()) == 27161264
+
+
+@pytest.mark.parametrize('name', registry.names())
+def test_logits_shape_and_nchw_variables(name):
+    nhwc = _build_graph_only(name, layers.NHWC)
+    nchw = _build_graph_only(name, layers.NCHW)
+    assert nhwc.logits_shape == [1, NUM_CLASSES]
+    assert nchw.logits_shape == [1, NUM_CLASSES]
+    # Same names and shapes, so that weights can be shared or copied across data formats.
+    assert nchw.variables == nhwc.variables
+
+
+@pytest.mark.parametrize('name,strided_conv', [
+    ('resnet50', 'conv10'), ('resnet50_v1.5', 'conv11'),
+    ('resnet152', 'conv10'), ('resnet152_v1.5', 'conv11')])
+def test_resnet_version_places_the_stride(name, strided_conv):
+    # The first block of stage 3 halves 56x56 to 28x28: v1 in its first 1x1 convolution
+    # (conv10), v1.5 in its 3x3 convolution (conv11); its last 1x1 (conv12) sees 28x28.
+    convs = _build_graph_only(name, layers.NHWC).conv_shapes
+    block = ['conv10', 'conv11', 'conv12']
+    for index, conv in enumerate(block):
+        expected = 28 if index >= block.index(strided_conv) else 56
+        assert convs['stage3/block0/%s/Conv2D' % conv][1] == expected, conv
+    assert convs['stage3/block0/shortcut/Conv2D'][1] == 28
+    # 224 / 32: the stem and three stages each halve the size.
+    assert list(convs.values())[-1][1:3] == [7, 7]
+
+
+def _shared_logits(name, builders, images, num_classes=10, runs=1, device=None):
+    """Builds `name` once per builder in one graph, sharing its variables, and runs it.
+
+    Args:
+      name: registered model name.
+      builders: LayerBuilders, one per copy of the model.
+      images: numpy images, one per builder, each in that builder's data format.
+      num_classes: number of classes.
+      runs: how many times to evaluate the logits with the same weights.
+      device: device for the model, or None.
+    Returns:
+      A list over runs of lists over builders of logits arrays.
+    """
+    spec = registry.get(name)
+    with tf.Graph().as_default():
+        tf.set_random_seed(1)
+        outputs = []
+        with tf.device(device):
+            for builder, batch in zip(builders, images):
+                # The builders' per-kind counters give every copy the same variable names.
+                with tf.variable_scope('model', reuse=tf.AUTO_REUSE):
+                    outputs.append(spec.build(builder, tf.constant(batch), num_classes))
+        config = tf.ConfigProto(allow_soft_placement=True)
+        with tf.Session(config=config) as sess:
+            sess.run(tf.global_variables_initializer())
+            return [sess.run(outputs) for _ in range(runs)]
+
+
+def _random_images(size, batch=2, seed=0):
+    return np.random.RandomState(seed).normal(size=[batch, size, size, 3]).astype(np.float32)
+
+
+@pytest.mark.parametrize('is_training', [True, False])
+def test_fused_and_composite_batch_norm_agree(is_training):
+    # 128x128 rather than 32x32: at 32 the last stage is 1x1, so with batch 2 each training-mode
+    # batch norm there normalises two numbers per channel, which turns the kernels' 1e-7
+    # rounding differences into sign flips. At 128 the logits agree to about 5e-5.
+    images = _random_images(128)
+    builders = [layers.LayerBuilder(is_training=is_training, fuse_batchnorm=fused)
+                for fused in (True, False)]
+    [[fused, composite]] = _shared_logits('resnet50', builders, [images, images])
+    np.testing.assert_allclose(fused, composite, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize('name,is_training', [
+    ('lenet', True), ('resnet50', True), ('resnet50', False), ('inception3', False)])
+def test_nhwc_and_nchw_logits_agree(name, is_training):
+    # CPU TensorFlow has no NCHW convolution or pooling kernels.
+    if not tf.config.list_physical_devices('GPU'):
+        pytest.skip('NCHW needs a GPU')
+    # TF32 would round the two layouts' convolutions differently; compare in full precision.
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    try:
+        images = _random_images(SMALL_SIZES[name])
+        builders = [layers.LayerBuilder(data_format=data_format, is_training=is_training)
+                    for data_format in (layers.NHWC, layers.NCHW)]
+        [[nhwc, nchw]] = _shared_logits(name, builders, [images, images.transpose(0, 3, 1, 2)],
+                                        device='/gpu:0')
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(tf32)
+    np.testing.assert_allclose(nhwc, nchw, rtol=1e-4, atol=1e-4)
+
+
+def test_dropout_is_on_only_in_training():
+    # GoogLeNet has dropout before its logits and, pooling globally, builds at 32x32.
+    images = _random_images(SMALL_SIZES['googlenet'])
+    builders = [layers.LayerBuilder(is_training=mode) for mode in (True, False)]
+    (train_1, eval_1), (train_2, eval_2) = _shared_logits(
+        'googlenet', builders, [images, images], runs=2)
+    assert not np.allclose(train_1, train_2)  # a fresh dropout mask each run
+    np.testing.assert_array_equal(eval_1, eval_2)
+    assert not np.allclose(train_1, eval_1)
+
+
+def test_batch_norm_switches_statistics_with_is_training():
+    spec = registry.get('resnet50')
+    with tf.Graph().as_default():
+        images = tf.constant(_random_images(SMALL_SIZES['resnet50']))
+        logits, num_updates = {}, {}
+        for mode in (False, True):
+            before = len(tf.get_collection(layers.BN_UPDATE_OPS))
+            with tf.variable_scope('model', reuse=tf.AUTO_REUSE):
+                logits[mode] = spec.build(layers.LayerBuilder(is_training=mode), images, 10)
+            num_updates[mode] = len(tf.get_collection(layers.BN_UPDATE_OPS)) - before
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            train, evaluation = sess.run([logits[True], logits[False]])
+    # Only training updates the moving statistics: mean and variance of 53 batch norms.
+    assert num_updates == {False: 0, True: 2 * 53}
+    # Batch statistics (training) and the initial moving statistics (0 and 1) differ.
+    assert not np.allclose(train, evaluation, rtol=1e-3)
