@@ -60,9 +60,9 @@ def measure_overhead(model):
         for _ in range(5):
             sess.run(ops.train_op)
         for _ in range(FLAGS.rounds):
-            times = session_lib.run_steps(sess, ops.train_op, n, built.images_per_step,
-                                          interval=10, interval_fetches={'loss': ops.loss},
-                                          on_interval=lambda *_: None)
+            times = session_lib.run_steps(
+                sess, ops.train_op, n, built.images_per_step,
+                [session_lib.Observer(10, {'loss': ops.loss}, lambda *_: None)])
             runner.append(times.images_per_sec)
             bare.append(_bare_loop(sess, ops.train_op, n, built.images_per_step))
     runner_ips, bare_ips = statistics.median(runner), statistics.median(bare)

@@ -12,21 +12,31 @@ import time
 import tensorflow.compat.v1 as tf
 
 import tfhp
+from tfhp import async_runner
 from tfhp import config as config_lib
 from tfhp import devices
 from tfhp import optimizers
+from tfhp import pipelines
 from tfhp import replication
 from tfhp import session as session_lib
 from tfhp import step
 from tfhp import timing
 from tfhp import topology as topology_lib
 from tfhp import tower
+from tfhp.data import check as data_check
+from tfhp.data import info as data_info
 from tfhp.models import registry
-from tfhp.pipelines import synthetic
+from tfhp.ops import record_input
+from tfhp.ops import scopes
+from tfhp.pipelines import example_format
+from tfhp.pipelines import input_only
+from tfhp.pipelines import preprocessing
+from tfhp.profiling import capture
+from tfhp.profiling import summaries
 
 # ImageNet's training-set size: synthetic data stands in for it, so epochs in learning-rate
 # schedules mean the same as on real ImageNet.
-IMAGENET_TRAIN_EXAMPLES = 1281167
+IMAGENET_TRAIN_EXAMPLES = data_info.IMAGENET.num_examples['train']
 
 
 def _resolve(cfg):
@@ -41,10 +51,51 @@ def _resolve(cfg):
             cfg.optimizer.learning_rate or spec.learning_rate)
 
 
-def _make_pipeline(cfg, batch_size, image_size):
-    return synthetic.SyntheticPipeline(batch_size, image_size, cfg.model.num_classes,
-                                       data_format=cfg.model.data_format,
-                                       seed=cfg.run.tf_random_seed)
+def _data_set(cfg):
+    """(num_classes, training examples per epoch): the data set's, or synthetic data's."""
+    if not cfg.data.data_dir:
+        return cfg.model.num_classes, IMAGENET_TRAIN_EXAMPLES
+    try:
+        info = data_info.load(cfg.data.data_dir, cfg.data.data_name)
+    except data_info.DataSetError as e:
+        raise config_lib.ConfigError('--data_dir: %s' % e) from None
+    return info.num_classes, info.num_examples['train']
+
+
+def _make_pipeline(cfg, batch_size, image_size, topology, num_classes):
+    """The configured pipeline; it checks its files when made, before building any op."""
+    # A between-graph worker's towers continue the numbering of the workers before it, so no
+    # two towers of a cluster see the same data; its RecordInput readers start further on.
+    between_graph = topology.graph_mode == 'between_graph'
+    first_tower = topology.task_index * topology.num_towers if between_graph else 0
+    shift_ratio = cfg.data.record_input_shift_ratio or (
+        topology.task_index / topology.num_workers if between_graph else 0.0)
+    try:
+        return pipelines.make_pipeline(
+            cfg.data, batch_size, image_size, num_classes, cfg.model.data_format,
+            train=not cfg.run.eval, seed=cfg.run.tf_random_seed + first_tower,
+            shift_ratio=shift_ratio)
+    except record_input.InputFilesError as e:
+        raise config_lib.ConfigError('--data_dir: %s' % e) from None
+
+
+def _name_corrupt_input(cfg, error):
+    """Raises a ConfigError naming the corrupt record behind an input op's failure.
+
+    The graph cannot tell which file a failing record came from, so the subset is scanned
+    (`tfhp.data.check`) up to its first problem. Does nothing when the failing op is not an
+    input op or the scan finds nothing.
+    """
+    failed_op = getattr(error, 'op', None)
+    if (not cfg.data.data_dir or failed_op is None or
+            not {scopes.INPUT, scopes.PREPROCESS} & set(failed_op.name.split('/'))):
+        return
+    subset = 'validation' if cfg.run.eval else 'train'
+    files = record_input.list_files(example_format.shard_pattern(cfg.data.data_dir, subset))
+    problem = data_check.first_problem(files, _data_set(cfg)[0])
+    if problem:
+        raise config_lib.ConfigError('--data_dir: %s (--skip_corrupt_records skips and counts '
+                                     'such records)' % data_check.describe(problem)) from error
 
 
 def _format_interval(step_index, durations, values, images_per_step, interval):
@@ -61,45 +112,83 @@ def _format_interval(step_index, durations, values, images_per_step, interval):
 
 Built = collections.namedtuple('Built', [
     'graph', 'ops', 'saver', 'init', 'topology', 'session_config', 'model_name',
-    'batch_size', 'image_size', 'images_per_step', 'num_params'])
+    'batch_size', 'image_size', 'images_per_step', 'num_params',
+    'post_init_ops',      # run once after initialisation or restore
+    'replica_train_ops',  # in-graph async: one train op per replica thread; else None
+    'summary_op',  # merged TensorBoard summaries, or None when none are written
+    'skipped_records',  # corrupt records skipped so far, or None when none are skipped
+    'manager'])    # the VariableManager (tfhp.distributed reads its counters)
 
 
-def build(cfg):
+def build(cfg, topology=None, finalize=True):
     """Checks `cfg` and builds its graph (finalized) without running anything.
 
     Experiment scripts use this to time their own loops on exactly the runner's graph.
 
+    Args:
+      cfg: a `tfhp.config.BenchmarkConfig`.
+      topology: where to build; default: this process's devices (`tfhp.distributed` passes a
+        cluster topology).
+      finalize: finalize the graph; False lets the caller add ops (and finalize) first.
+
     Returns:
-      A `Built`; `ops` is a `step.StepOps` (training) or `step.EvalOps` (cfg.run.eval).
+      A `Built`; `ops` is a `step.StepOps` (training), `step.EvalOps` (cfg.run.eval) or
+      `input_only.InputStep` (cfg.data.input_only).
     Raises:
       tfhp.config.ConfigError: the configuration cannot work on this machine.
     """
     spec, batch_size, image_size, base_rate = _resolve(cfg)
-    topology = topology_lib.Topology.local(cfg.device.device, cfg.device.num_devices,
-                                           cfg.device.local_parameter_device)
+    topology = topology or topology_lib.Topology.local(cfg.device.device,
+                                                       cfg.device.num_devices,
+                                                       cfg.device.local_parameter_device)
     images_per_step = batch_size * topology.num_towers
+    num_classes, examples_per_epoch = _data_set(cfg)
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(cfg.run.tf_random_seed)
-        pipeline = _make_pipeline(cfg, batch_size, image_size)
-        manager = replication.make_variable_manager(cfg.replication, topology)
-        model_fn = tower.make_model_fn(spec, cfg.model.num_classes, cfg.model.data_format,
+        pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes)
+        manager = replication.make_variable_manager(cfg.replication, topology, cfg.cluster)
+        model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
                                        cfg.model.fuse_batchnorm, is_training=not cfg.run.eval)
-        if cfg.run.eval:
+        summary_op = replica_train_ops = None
+        in_graph_async = topology.graph_mode != 'between_graph' and (
+            not cfg.cluster.cross_replica_sync)
+        if cfg.data.input_only:
+            ops = input_only.build_step(pipeline, topology)
+            post_init_ops = []
+        elif cfg.run.eval:
             ops = step.build_eval_step(pipeline, model_fn, manager, topology)
+            post_init_ops = manager.post_init_ops()
         else:
-            global_step = tf.train.get_or_create_global_step()
-            rate = optimizers.learning_rate(cfg.optimizer, base_rate, global_step,
-                                            images_per_step, IMAGENET_TRAIN_EXAMPLES)
-            ops = step.build_train_step(
-                pipeline, model_fn, manager, lambda: optimizers.make_optimizer(cfg.optimizer,
-                                                                               rate),
-                topology, weight_decay=cfg.optimizer.weight_decay,
-                gradient_clip=cfg.optimizer.gradient_clip)
+            # In a cluster the global step is shared: on the first parameter device.
+            with tf.device(None if topology.graph_mode == 'local' else
+                           topology.variable_devices[0]):
+                global_step = tf.train.get_or_create_global_step()
+            # In-graph async: global_step counts replica updates of batch_size images each.
+            rate = optimizers.learning_rate(
+                cfg.optimizer, base_rate, global_step,
+                batch_size if in_graph_async else images_per_step, examples_per_epoch)
+            verbosity = cfg.profile.summary_verbosity if cfg.profile.save_summaries_steps else 0
+            optimizer_fn = summaries.summarizing_optimizer_fn(
+                lambda: optimizers.make_optimizer(cfg.optimizer, rate), verbosity)
+            step_kwargs = dict(weight_decay=cfg.optimizer.weight_decay,
+                               gradient_clip=cfg.optimizer.gradient_clip)
+            if in_graph_async:
+                ops, replica_train_ops = async_runner.build_replica_steps(
+                    pipeline, model_fn, manager, optimizer_fn, topology, **step_kwargs)
+            else:
+                ops = step.build_train_step(pipeline, model_fn, manager, optimizer_fn,
+                                            topology, **step_kwargs)
+            post_init_ops = ops.post_init_ops
+            summary_op = summaries.merged_summary(verbosity, {'loss': ops.loss,
+                                                              'learning_rate': rate})
         num_params = tower.count_params(manager.trainable_variables(0))
-        saver = tf.train.Saver(manager.savable_variables(), max_to_keep=3)
+        saver = (None if cfg.data.input_only else
+                 tf.train.Saver(manager.savable_variables(), max_to_keep=3))
         init = tf.group(tf.global_variables_initializer(), tf.local_variables_initializer())
-    graph.finalize()
+        skipped_records = preprocessing.skipped_records()
+    if finalize:
+        graph.finalize()
     proto = session_lib.config_proto(
         num_cpu_devices=topology.num_towers if cfg.device.device == 'cpu' else 1,
         num_intra_threads=cfg.device.num_intra_threads,
@@ -107,21 +196,39 @@ def build(cfg):
     return Built(graph=graph, ops=ops, saver=saver, init=init, topology=topology,
                  session_config=proto, model_name=spec.name, batch_size=batch_size,
                  image_size=image_size, images_per_step=images_per_step,
-                 num_params=num_params)
+                 num_params=num_params, summary_op=summary_op, post_init_ops=post_init_ops,
+                 replica_train_ops=replica_train_ops, manager=manager,
+                 skipped_records=skipped_records)
 
 
-def run(cfg, log=print):
+def run(cfg, log=print, topology=None, target=''):
     """Runs one benchmark.
 
     Args:
-      cfg: a `tfhp.config.BenchmarkConfig`.
+      cfg: a `tfhp.config.BenchmarkConfig`; with a cluster, this process runs one task of it
+        through `tfhp.distributed`.
       log: called with each line to print.
+      topology, target: the in-graph client of a cluster (`tfhp.distributed`) passes its
+        cluster-wide topology and its server's session target.
     Returns:
       The result dict (the JSON line appended to cfg.run.result_file, if set).
     Raises:
-      tfhp.config.ConfigError: the configuration cannot work on this machine.
+      tfhp.config.ConfigError: the configuration cannot work on this machine, or a record of
+        --data_dir is corrupt (the message names its file and index).
     """
-    built = build(cfg)
+    if cfg.cluster.enabled and topology is None:
+        # Imported here: tfhp.distributed builds its graphs with this module's `build`.
+        from tfhp import distributed  # pylint: disable=g-import-not-at-top
+        return distributed.run(cfg, log)
+    try:
+        return _run_local(cfg, log, topology, target)
+    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
+        _name_corrupt_input(cfg, e)
+        raise
+
+
+def _run_local(cfg, log, topology, target):
+    built = build(cfg, topology)
     ops, saver = built.ops, built.saver
     batch_size, image_size, topology = built.batch_size, built.image_size, built.topology
     images_per_step, num_params = built.images_per_step, built.num_params
@@ -129,7 +236,7 @@ def run(cfg, log=print):
     log('Model: %s  batch size per device: %d  devices: %d  data format: %s  '
         'trainable parameters: %d' % (spec.name, batch_size, topology.num_towers,
                                        cfg.model.data_format, num_params))
-    with tf.Session(graph=built.graph, config=built.session_config) as sess:
+    with tf.Session(target, graph=built.graph, config=built.session_config) as sess:
         sess.run(built.init)
         restored = session_lib.restore_latest(sess, saver, cfg.run.train_dir)
         if restored:
@@ -137,11 +244,20 @@ def run(cfg, log=print):
         elif cfg.run.eval:
             raise config_lib.ConfigError('--eval: no checkpoint in --train_dir=%s'
                                          % cfg.run.train_dir)
-        if cfg.run.eval:
+        # After a restore too: it fills tower 0's copies only, and staged reads need priming.
+        sess.run(built.post_init_ops)
+        if cfg.data.input_only:
+            times, extra = _run_input_only(sess, ops, cfg.run)
+        elif cfg.run.eval:
             times, extra = _run_eval(sess, ops, cfg.run, log)
+        elif built.replica_train_ops:
+            times, extra = _run_async(sess, built, cfg.run, saver, log)
         else:
-            times, extra = _run_train(sess, ops, cfg.run, images_per_step, saver,
-                                      restored is not None, log)
+            times, extra = _run_train(sess, ops, cfg, images_per_step, saver, log,
+                                      built.summary_op)
+        if built.skipped_records is not None:
+            extra['skipped_records'] = int(sess.run(built.skipped_records))
+            log('Skipped corrupt records: %d' % extra['skipped_records'])
 
     summary = times.summary()
     spread = summary['images_per_sec_spread']
@@ -154,7 +270,8 @@ def run(cfg, log=print):
     log('-' * 64)
     result = dict(summary, **extra)
     result.update({
-        'mode': 'eval' if cfg.run.eval else 'train',
+        'mode': ('input_only' if cfg.data.input_only else 'eval' if cfg.run.eval else
+                 'train'),
         'model': spec.name,
         'batch_size': batch_size,
         'global_batch_size': images_per_step,
@@ -172,20 +289,29 @@ def run(cfg, log=print):
     return result
 
 
-def _run_train(sess, ops, run_cfg, images_per_step, saver, restored, log):
-    if not restored:
-        sess.run(ops.post_init_ops)
+def _run_train(sess, ops, cfg, images_per_step, saver, log, summary_op):
+    run_cfg, profile = cfg.run, cfg.profile
     session_lib.warm_up(sess, ops.warmup_ops)
     fetches = {'loss': ops.loss}
     if run_cfg.print_training_accuracy:
         fetches.update(top1=ops.top1, top5=ops.top5)
-    # Both fetch signatures of the timed loop are run once here: the first run of a new
-    # signature builds its executor, which must not be charged to a timed step.
-    for i in range(run_cfg.num_warmup_batches):
-        sess.run(ops.train_op if i else [ops.train_op, fetches])
 
     def on_interval(index, durations, values):
         log(_format_interval(index, durations, values, images_per_step, run_cfg.display_every))
+
+    observers = [session_lib.Observer(run_cfg.display_every, fetches, on_interval)]
+    writer = None
+    if summary_op is not None:
+        writer = tf.summary.FileWriter(run_cfg.train_dir, sess.graph)
+        observers.append(summaries.observer(summary_op, ops.global_step, writer,
+                                            profile.save_summaries_steps, images_per_step))
+    on_trace = (capture.trace_writer(profile.trace_file, profile.trace_memory, log)
+                if profile.trace_file else None)
+    # Every fetch signature of the timed loop is run once here: the first run of a new
+    # signature builds its executor, which must not be charged to a timed step.
+    signatures = session_lib.step_fetches(ops.train_op, observers)
+    for i in range(run_cfg.num_warmup_batches):
+        sess.run(signatures[i + 1] if i + 1 < len(signatures) else ops.train_op)
 
     # Checkpoints between chunks of steps, so their writing is not charged to any step.
     chunk = run_cfg.save_model_steps or run_cfg.num_batches
@@ -193,16 +319,46 @@ def _run_train(sess, ops, run_cfg, images_per_step, saver, restored, log):
     while done < run_cfg.num_batches:
         count = min(chunk, run_cfg.num_batches - done)
         parts.append(session_lib.run_steps(
-            sess, ops.train_op, count, images_per_step, interval=run_cfg.display_every,
-            interval_fetches=fetches, on_interval=on_interval))
+            sess, ops.train_op, count, images_per_step, observers, first_step=done + 1,
+            trace_step=profile.trace_step if on_trace else None, on_trace=on_trace))
         done += count
         if run_cfg.train_dir:
             log('Saved %s' % session_lib.save(sess, saver, run_cfg.train_dir, ops.global_step))
+    if writer is not None:
+        writer.close()
     final = sess.run(fetches)
     extra = {'final_loss': float(final['loss']), 'global_step': int(sess.run(ops.global_step))}
     if run_cfg.print_training_accuracy:
         extra.update(train_top1=float(final['top1']), train_top5=float(final['top5']))
     return timing.StepTimes.concat(parts), extra
+
+
+def _run_input_only(sess, ops, run_cfg):
+    """Times the input pipeline alone: batches delivered to every tower, no model."""
+    session_lib.warm_up(sess, ops.warmup_ops)
+    for _ in range(run_cfg.num_warmup_batches):
+        sess.run(ops.train_op)
+    return session_lib.run_steps(sess, ops.train_op, run_cfg.num_batches,
+                                 ops.images_per_step), {}
+
+
+def _run_async(sess, built, run_cfg, saver, log):
+    """In-graph asynchronous training: every replica steps in its own thread."""
+    ops = built.ops
+    session_lib.warm_up(sess, ops.warmup_ops)
+    times, per_replica = async_runner.run_replicas(
+        sess, built.replica_train_ops, run_cfg.num_batches, built.batch_size,
+        num_warmup=run_cfg.num_warmup_batches)
+    for t, replica in enumerate(per_replica):
+        log('replica %d: %d steps  images/sec: %.1f' % (t, replica.num_steps,
+                                                        replica.images_per_sec))
+    if run_cfg.train_dir:
+        log('Saved %s' % session_lib.save(sess, saver, run_cfg.train_dir, ops.global_step))
+    extra = {'final_loss': float(sess.run(ops.loss)),
+             'global_step': int(sess.run(ops.global_step)),
+             'replica_steps': [r.num_steps for r in per_replica],
+             'replica_images_per_sec': [r.images_per_sec for r in per_replica]}
+    return times, extra
 
 
 def _run_eval(sess, ops, run_cfg, log):

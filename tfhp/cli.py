@@ -52,6 +52,22 @@ flags.DEFINE_integer('num_inter_threads', 0, 'Inter-op thread pool size (0: TF d
 # Replication.
 flags.DEFINE_enum('variable_update', 'parameter_server', config_lib.VARIABLE_UPDATES,
                   'How variables are placed and gradients aggregated.')
+# In-graph replication (tfhp.replication, tfhp.ops.allreduce): tf_cnn_benchmarks' names.
+flags.DEFINE_alias('num_gpus', 'num_devices')
+flags.DEFINE_string('all_reduce_spec', '', 'All-reduce algorithm(s) for replicated: pscpu, '
+                    'psgpu, xring, nccl, collective, alg#shards, alg/alg, alg:limit:alg.')
+flags.DEFINE_boolean('hierarchical_copy', False, 'All-reduce within two halves of the towers, '
+                     'then across them.')
+flags.DEFINE_integer('gradient_repacking', 0, 'If > 0, concatenate all gradients into this '
+                     'many packs before the all-reduce.')
+flags.DEFINE_integer('agg_small_grads_max_bytes', 0, 'If > 0, pack runs of gradients of at '
+                     'most this many bytes before the all-reduce.')
+flags.DEFINE_integer('agg_small_grads_max_group', 10, 'Most gradients in one small-gradient '
+                     'pack.')
+flags.DEFINE_enum('gradient_transfer_dtype', 'float32', config_lib.TRANSFER_DTYPES,
+                  'Cast gradients to this dtype for the all-reduce.')
+flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables through staging '
+                     'areas (weights one step old).')
 # Run.
 flags.DEFINE_integer('num_batches', 100, 'Timed steps.')
 flags.DEFINE_integer('num_warmup_batches', 10, 'Untimed steps before timing.')
@@ -62,10 +78,93 @@ flags.DEFINE_integer('save_model_steps', None, 'Also checkpoint every this many 
 flags.DEFINE_boolean('eval', False, 'Evaluate the checkpoint in --train_dir (top-1/top-5).')
 flags.DEFINE_boolean('print_training_accuracy', False, 'Print training top-1/top-5.')
 flags.DEFINE_string('result_file', None, 'Append one JSON line per run to this file.')
+# Profiling (tfhp.profiling): one traced step, TensorBoard summaries.
+flags.DEFINE_string('trace_file', None, 'Write a Chrome trace of one training step here (and '
+                    'its RunMetadata, for `python -m tfhp.trace`, beside it).')
+flags.DEFINE_integer('trace_step', 1, 'Trace before this timed step (an extra, untimed step).')
+flags.DEFINE_boolean('trace_memory', False, 'Show tensor memory in the Chrome trace.')
+flags.DEFINE_integer('summary_verbosity', 1, '0 none, 1 loss/learning rate/images per sec, '
+                     '2 also gradient norms, 3 also gradient histograms.')
+flags.DEFINE_integer('save_summaries_steps', 0, 'Write summaries to --train_dir every this '
+                     'many steps; 0: none.')
+# Cluster (tfhp.cluster, tfhp.distributed): this process as one task of a multi-process job.
+# Without --job_name, TF_CONFIG (as cluster managers set it) describes the cluster, if set.
+flags.DEFINE_enum('job_name', '', ('',) + config_lib.JOB_NAMES,
+                  'This task\'s job: ps, worker or controller; empty: one process.')
+flags.DEFINE_integer('task_index', 0, 'This task\'s index in its job.')
+flags.DEFINE_list('ps_hosts', [], 'Comma-separated host:port of the ps tasks.')
+flags.DEFINE_list('worker_hosts', [], 'Comma-separated host:port of the worker tasks.')
+flags.DEFINE_string('controller_host', '', 'host:port of the in-graph client, if not worker 0.')
+flags.DEFINE_enum('graph_mode', 'between_graph', config_lib.GRAPH_MODES,
+                  'A graph per worker, or one client building towers on every worker.')
+flags.DEFINE_boolean('cross_replica_sync', True,
+                     'Synchronous steps; false: every worker (or replica) applies alone.')
+flags.DEFINE_integer('replicas_to_aggregate', None, 'Gradients per synchronous step; fewer '
+                     'than the workers leaves spare replicas. Default: every worker.')
+flags.DEFINE_integer('total_num_replicas', None, 'Workers in synchronous steps (default and '
+                     'only allowed value: every worker).')
+flags.DEFINE_list('straggler_workers', [], 'Worker indices that sleep --straggler_delay_ms '
+                  'before every step (experiments).')
+flags.DEFINE_float('straggler_delay_ms', 0.0, 'Injected delay per step on --straggler_workers.')
+flags.DEFINE_float('peer_timeout_s', 60.0, 'Bound on waiting for a peer task or the chief\'s '
+                   'initialisation.')
+flags.DEFINE_float('step_timeout_s', 600.0, 'Bound on one distributed step.')
+flags.DEFINE_float('save_model_secs', None, 'Distributed: the chief also checkpoints every '
+                   'this many seconds.')
+flags.DEFINE_integer('partition_min_bytes', 0, 'Split parameter-server variables of at least '
+                     'this many bytes over the ps tasks; 0: never.')
+# Input pipeline (tfhp.pipelines, tfhp.data): real data, RecordInput or tf.data, staging.
+flags.DEFINE_string('data_dir', None, 'Directory of TFRecord shards in the ImageNet format '
+                    '(train-*-of-*, validation-*-of-*); default: synthetic data.')
+flags.DEFINE_string('data_name', None, 'Expected data set name: imagenet, or the name in '
+                    '--data_dir\'s dataset_info.json. Default: what --data_dir holds.')
+flags.DEFINE_boolean('use_datasets', False, 'Read through tf.data instead of RecordInput.')
+flags.DEFINE_integer('datasets_num_private_threads', 0,
+                     'tf.data private thread pool size; 0: the shared pool.')
+flags.DEFINE_integer('datasets_prefetch_buffer_size', 1, 'Batches tf.data prefetches.')
+flags.DEFINE_integer('record_input_parallelism', 16, 'RecordInput reader threads.')
+flags.DEFINE_integer('record_input_buffer_size', 10000, 'RecordInput shuffle buffer (records).')
+flags.DEFINE_float('record_input_shift_ratio', 0.0, 'Fraction of the file list RecordInput '
+                   'readers skip at the start (workers: task / num_workers).')
+flags.DEFINE_boolean('distortions', True, 'Random crop and flip of training images.')
+flags.DEFINE_boolean('distort_color', False, 'Random colour distortion of training images.')
+flags.DEFINE_boolean('staged_input', True, 'Software-pipeline input and compute through '
+                     'staging areas; false: read, preprocess, compute in sequence.')
+flags.DEFINE_boolean('skip_corrupt_records', False, 'Skip and count records that do not parse '
+                     'or decode instead of failing.')
+flags.DEFINE_boolean('input_only', False, 'Time the input pipeline alone, without a model.')
 
 
-def config_from_flags(values):
-    """Builds the BenchmarkConfig from parsed flag values (raises ConfigError if invalid)."""
+def _cluster_config(values, tf_config):
+    """The ClusterConfig of the cluster flags, or of TF_CONFIG when --job_name is not given."""
+    if values.job_name or not tf_config:
+        fields = dict(job_name=values.job_name, task_index=values.task_index,
+                      ps_hosts=tuple(values.ps_hosts), worker_hosts=tuple(values.worker_hosts),
+                      controller_host=values.controller_host)
+    else:
+        from tfhp.cluster import tf_config as tf_config_lib  # pylint: disable=g-import-not-at-top
+        fields = tf_config_lib.cluster_fields(tf_config)
+    try:
+        stragglers = tuple(int(w) for w in values.straggler_workers)
+    except ValueError:
+        raise config_lib.ConfigError('--straggler_workers must list worker indices, got %r'
+                                     % ','.join(values.straggler_workers)) from None
+    return config_lib.ClusterConfig(
+        graph_mode=values.graph_mode, cross_replica_sync=values.cross_replica_sync,
+        replicas_to_aggregate=values.replicas_to_aggregate,
+        total_num_replicas=values.total_num_replicas, straggler_workers=stragglers,
+        straggler_delay_ms=values.straggler_delay_ms, peer_timeout_s=values.peer_timeout_s,
+        step_timeout_s=values.step_timeout_s, save_model_secs=values.save_model_secs,
+        partition_min_bytes=values.partition_min_bytes, **fields)
+
+
+def config_from_flags(values, tf_config=''):
+    """Builds the BenchmarkConfig from parsed flag values (raises ConfigError if invalid).
+
+    Args:
+      values: parsed flags.
+      tf_config: the TF_CONFIG environment variable's value; used when --job_name is empty.
+    """
     return config_lib.BenchmarkConfig(
         model=config_lib.ModelConfig(
             name=values.model, batch_size=values.batch_size, image_size=values.image_size,
@@ -85,13 +184,36 @@ def config_from_flags(values):
             local_parameter_device=values.local_parameter_device,
             num_intra_threads=values.num_intra_threads,
             num_inter_threads=values.num_inter_threads),
-        replication=config_lib.ReplicationConfig(variable_update=values.variable_update),
+        replication=config_lib.ReplicationConfig(
+            variable_update=values.variable_update, all_reduce_spec=values.all_reduce_spec,
+            hierarchical_copy=values.hierarchical_copy,
+            gradient_repacking=values.gradient_repacking,
+            agg_small_grads_max_bytes=values.agg_small_grads_max_bytes,
+            agg_small_grads_max_group=values.agg_small_grads_max_group,
+            gradient_transfer_dtype=values.gradient_transfer_dtype,
+            staged_vars=values.staged_vars),
         run=config_lib.RunConfig(
             num_batches=values.num_batches, num_warmup_batches=values.num_warmup_batches,
             display_every=values.display_every, tf_random_seed=values.tf_random_seed,
             train_dir=values.train_dir, save_model_steps=values.save_model_steps,
             eval=values.eval, print_training_accuracy=values.print_training_accuracy,
-            result_file=values.result_file))
+            result_file=values.result_file),
+        profile=config_lib.ProfileConfig(
+            trace_file=values.trace_file, trace_step=values.trace_step,
+            trace_memory=values.trace_memory, summary_verbosity=values.summary_verbosity,
+            save_summaries_steps=values.save_summaries_steps),
+        cluster=_cluster_config(values, tf_config),
+        data=config_lib.DataConfig(
+            data_dir=values.data_dir, data_name=values.data_name,
+            use_datasets=values.use_datasets,
+            datasets_num_private_threads=values.datasets_num_private_threads,
+            datasets_prefetch_buffer_size=values.datasets_prefetch_buffer_size,
+            record_input_parallelism=values.record_input_parallelism,
+            record_input_buffer_size=values.record_input_buffer_size,
+            record_input_shift_ratio=values.record_input_shift_ratio,
+            distortions=values.distortions, distort_color=values.distort_color,
+            staged_input=values.staged_input,
+            skip_corrupt_records=values.skip_corrupt_records, input_only=values.input_only))
 
 
 def main(argv):
@@ -100,7 +222,7 @@ def main(argv):
         print('tfhp: error: unexpected arguments: %s' % ' '.join(argv[1:]), file=sys.stderr)
         return 2
     try:
-        cfg = config_from_flags(FLAGS)
+        cfg = config_from_flags(FLAGS, os.environ.get('TF_CONFIG', ''))
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
@@ -116,6 +238,20 @@ def main(argv):
     return 0
 
 
+def _exit(status):
+    """Exits with `status`; a cluster task skips the interpreter's teardown.
+
+    Tearing down an interpreter that loaded TensorFlow takes ~2 s (measured on the 2-core dev
+    machine, `os._exit` 0.15 s) and a job waits for its slowest task; a cluster task has written
+    its results by now, and the sync chief's update thread, blocked in the runtime, dies with it.
+    """
+    if FLAGS.job_name or os.environ.get('TF_CONFIG'):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)  # pylint: disable=protected-access
+    sys.exit(status)
+
+
 def run_main():
     """Console-script entry point."""
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: _exit(main(argv)))

@@ -1,4 +1,6 @@
 """Sessions: their ConfigProto, staging warm-up, the timed step loop and checkpoints."""
+import collections
+import itertools
 import os
 import time
 
@@ -28,41 +30,80 @@ def warm_up(sess, warmup_ops):
         sess.run(warmup_ops[:k + 1])
 
 
-def run_steps(sess, train_op, num_steps, images_per_step, interval=0, interval_fetches=None,
-              on_interval=None):
+Observer = collections.namedtuple('Observer', [
+    'every',     # on timed steps i with i % every == 0,
+    'fetches',   # fetch these with the train op
+    'callback',  # and call callback(i, durations_so_far, fetched_values)
+])
+
+
+def run_traced(sess, fetches, feed_dict=None):
+    """Runs `fetches` once with FULL_TRACE and returns (values, RunMetadata).
+
+    The metadata holds the step stats (op timings, memory) and the partition graphs (whose
+    _Send/_Recv pairs are the cross-device transfers). Never time a traced run: tracing adds
+    overhead.
+    """
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE, output_partition_graphs=True)
+    metadata = tf.RunMetadata()
+    values = sess.run(fetches, feed_dict=feed_dict, options=options, run_metadata=metadata)
+    return values, metadata
+
+
+def step_fetches(train_op, observers):
+    """Every fetch list `run_steps` may run: train_op alone, then with each set of observers.
+
+    Run each once before timing: the first run of a new fetch signature builds its executor.
+    """
+    return [train_op] + [[train_op, [o.fetches for o in due]]
+                         for size in range(1, len(observers) + 1)
+                         for due in itertools.combinations(observers, size)]
+
+
+def run_steps(sess, train_op, num_steps, images_per_step, observers=(), first_step=1,
+              trace_step=None, on_trace=None):
     """Runs `train_op` num_steps times and returns their `timing.StepTimes`.
 
     The loop is kept lean (one `session.run` and one clock read per step) so that its figures
-    match a bare `for: sess.run(train_op)` loop; extra fetches happen only every `interval` steps.
+    match a bare `for: sess.run(train_op)` loop; extra fetches happen only on observers' steps.
 
     Args:
       sess: a session.
       train_op: the op run every step.
-      num_steps: how many steps.
+      num_steps: how many timed steps.
       images_per_step: the global batch size.
-      interval: every this many steps also fetch `interval_fetches` and call on_interval; 0 never.
-      interval_fetches: fetched with train_op on interval steps.
-      on_interval: on_interval(step, durations_so_far, fetched_values).
+      observers: `Observer`s; their callbacks' time is charged to no step (but to wall time).
+      first_step: the index of the first step, so that calls can continue a numbering.
+      trace_step: before timed step `trace_step`, one extra step runs with FULL_TRACE and
+        `on_trace(trace_step, run_metadata)` is called; neither is timed nor in wall time.
+      on_trace: see trace_step.
     Returns:
       A `timing.StepTimes`.
     """
     durations = []
+    untimed = 0.0
     start = time.perf_counter()
     last = start
-    for i in range(1, num_steps + 1):
-        if interval and i % interval == 0:
-            values = sess.run([train_op, interval_fetches])[1]
+    for i in range(first_step, first_step + num_steps):
+        if i == trace_step:
+            on_trace(i, run_traced(sess, train_op)[1])
+            now = time.perf_counter()
+            untimed += now - last
+            last = now
+        due = [o for o in observers if i % o.every == 0]
+        if due:
+            values = sess.run([train_op, [o.fetches for o in due]])[1]
             now = time.perf_counter()
             durations.append(now - last)
-            if on_interval is not None:
-                on_interval(i, durations, values)
-            now = time.perf_counter()  # printing is not charged to the next step
+            for observer, value in zip(due, values):
+                observer.callback(i, durations, value)
+            now = time.perf_counter()  # observers are not charged to the next step
         else:
             sess.run(train_op)
             now = time.perf_counter()
             durations.append(now - last)
         last = now
-    return timing.StepTimes(durations, time.perf_counter() - start, images_per_step)
+    return timing.StepTimes(durations, time.perf_counter() - start - untimed, images_per_step)
 
 
 def restore_latest(sess, saver, train_dir):

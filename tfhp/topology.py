@@ -17,11 +17,21 @@ class Topology:
       variable_devices: devices a parameter-server manager may place variables on.
       input_device: where input is read and preprocessed (the host CPU).
       is_chief: whether this client initialises, checkpoints and summarises.
+      graph_mode: 'local' (one process), 'between_graph' (this graph is one worker task's) or
+        'in_graph' (this graph builds towers on every worker task).
+      job_name, task_index: the task that builds this graph ('' for one process).
+      num_workers: worker tasks of the cluster (1 for one process).
+      cluster: ((job, (address, ...)), ...) of the cluster, empty for one process.
     """
     tower_devices: Tuple[str, ...]
     variable_devices: Tuple[str, ...]
     input_device: str = '/cpu:0'
     is_chief: bool = True
+    graph_mode: str = 'local'
+    job_name: str = ''
+    task_index: int = 0
+    num_workers: int = 1
+    cluster: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
     @property
     def num_towers(self):
@@ -46,3 +56,53 @@ class Topology:
         else:
             variables = towers
         return cls(tower_devices=towers, variable_devices=variables, input_device='/cpu:0')
+
+    @classmethod
+    def between_graph(cls, cluster, task_index, device='cpu', num_towers=1):
+        """Worker `task_index`'s towers; variables on the ps tasks' CPUs (or its own CPU).
+
+        Args:
+          cluster: {job: [address, ...]} with a 'worker' job and, optionally, a 'ps' job.
+          task_index: this worker's index.
+          device: 'cpu' or 'gpu': the towers' device kind.
+          num_towers: towers on this worker (virtual CPU devices of its server for 'cpu').
+        Returns:
+          A Topology.
+        """
+        worker = '/job:worker/task:%d' % task_index
+        towers = tuple('%s/%s:%d' % (worker, device, i) for i in range(num_towers))
+        variables = tuple('/job:ps/task:%d/cpu:0' % i for i in range(len(cluster.get('ps', ()))))
+        return cls(tower_devices=towers, variable_devices=variables or (worker + '/cpu:0',),
+                   input_device=worker + '/cpu:0', is_chief=task_index == 0,
+                   graph_mode='between_graph', job_name='worker', task_index=task_index,
+                   num_workers=len(cluster['worker']), cluster=_freeze(cluster))
+
+    @classmethod
+    def in_graph(cls, cluster, job_name, task_index, device='cpu', num_towers=1):
+        """Towers on every worker task, built by one client (`job_name`, `task_index`).
+
+        Args:
+          cluster: {job: [address, ...]} with 'worker' and 'ps' jobs.
+          job_name, task_index: the client: worker 0 or the controller.
+          device: 'cpu' or 'gpu'.
+          num_towers: towers per worker.
+        Returns:
+          A Topology whose towers are listed worker by worker.
+        """
+        num_workers = len(cluster['worker'])
+        towers = tuple('/job:worker/task:%d/%s:%d' % (w, device, i)
+                       for w in range(num_workers) for i in range(num_towers))
+        variables = tuple('/job:ps/task:%d/cpu:0' % i for i in range(len(cluster.get('ps', ()))))
+        return cls(tower_devices=towers, variable_devices=variables or towers[:1],
+                   input_device='/job:%s/task:%d/cpu:0' % (job_name, task_index),
+                   is_chief=True, graph_mode='in_graph', job_name=job_name,
+                   task_index=task_index, num_workers=num_workers, cluster=_freeze(cluster))
+
+    def worker_towers(self, worker):
+        """Indices into tower_devices of the towers on worker task `worker`."""
+        prefix = '/job:worker/task:%d/' % worker
+        return [t for t, d in enumerate(self.tower_devices) if d.startswith(prefix)]
+
+
+def _freeze(cluster):
+    return tuple(sorted((job, tuple(hosts)) for job, hosts in cluster.items()))

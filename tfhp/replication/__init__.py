@@ -1,18 +1,101 @@
 """Variable managers. `make_variable_manager` is the only place strategy names are read."""
+import functools
+
+from tfhp.ops import allreduce
+from tfhp.ops import allreduce_builder
+from tfhp.ops import packing
+from tfhp.replication import async_replicas
+from tfhp.replication import collective_allreduce
+from tfhp.replication import distributed_replicated
+from tfhp.replication import independent
 from tfhp.replication import parameter_server
+from tfhp.replication import partitioning
+from tfhp.replication import replicated
+from tfhp.replication import sync_replicas
 
 
-def make_variable_manager(replication_config, topology):
+def make_variable_manager(replication_config, topology, cluster_config=None):
     """Builds the VariableManager a ReplicationConfig names, for a Topology.
 
     Args:
       replication_config: a `tfhp.config.ReplicationConfig`.
       topology: a `tfhp.topology.Topology`.
+      cluster_config: a `tfhp.config.ClusterConfig`; needed when the topology is one worker's
+        of a between-graph job.
     Returns:
       A `tfhp.replication.base.VariableManager`.
     """
     strategy = replication_config.variable_update
+    if topology.graph_mode == 'between_graph':
+        return _between_graph_manager(strategy, topology, cluster_config)
     if strategy == 'parameter_server':
         return parameter_server.ParameterServer(topology.tower_devices,
-                                                topology.variable_devices)
+                                                topology.variable_devices,
+                                                staged_vars=replication_config.staged_vars)
+    if strategy == 'replicated':
+        return replicated.Replicated(topology.tower_devices,
+                                     make_all_reduce(replication_config, topology),
+                                     packer=_packer(replication_config))
+    if strategy == 'independent':
+        return independent.Independent(topology.tower_devices)
     raise ValueError('unknown variable_update %r' % (strategy,))
+
+
+def _between_graph_manager(strategy, topology, cluster):
+    """The manager of one worker's graph in a between-graph job."""
+    worker = topology.input_device
+    if strategy == 'collective_all_reduce':
+        return collective_allreduce.CollectiveAllReduce(
+            topology.tower_devices, topology.num_workers, topology.is_chief,
+            timeout_s=cluster.step_timeout_s)
+    sync = None
+    if cluster.cross_replica_sync:
+        sync = functools.partial(
+            sync_replicas.SyncReplicas, worker_device=worker,
+            replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
+            num_replicas=topology.num_workers, is_chief=topology.is_chief)
+    if strategy == 'distributed_replicated':
+        return distributed_replicated.DistributedReplicated(
+            topology.tower_devices, topology.variable_devices, worker,
+            sync=sync(None) if sync else None)
+    if strategy == 'parameter_server':
+        placement = parameter_server.ParameterServer(topology.tower_devices,
+                                                     topology.variable_devices)
+        if cluster.partition_min_bytes:
+            placement = partitioning.Partitioned(placement, len(topology.variable_devices),
+                                                 cluster.partition_min_bytes)
+        if sync:
+            return sync(placement)
+        return async_replicas.AsyncReplicas(placement, worker)
+    raise ValueError('variable_update %r does not run between graphs' % (strategy,))
+
+
+def make_all_reduce(replication_config, topology):
+    """The `AllReduce` over topology.tower_devices that a ReplicationConfig names.
+
+    `--all_reduce_spec` if given; else `--hierarchical_copy` (two halves of the towers, then
+    across them); else a copy to the local parameter device(s) (the host CPU, or each tower
+    device in turn with --local_parameter_device=gpu). Wrapped in a cast when
+    `--gradient_transfer_dtype` is narrower than float32.
+    """
+    cfg, devices = replication_config, topology.tower_devices
+    if cfg.all_reduce_spec:
+        algorithm = allreduce_builder.from_spec(cfg.all_reduce_spec, devices,
+                                                topology.input_device)
+    elif cfg.hierarchical_copy:
+        algorithm = allreduce.Hierarchical(allreduce.CopyToDevice(), allreduce.CopyToDevice(),
+                                           group_size=(len(devices) + 1) // 2)
+    else:
+        algorithm = allreduce.CopyToDevice(topology.variable_devices)
+    if cfg.gradient_transfer_dtype != 'float32':
+        algorithm = allreduce.CastTransfer(algorithm, cfg.gradient_transfer_dtype)
+    return algorithm
+
+
+def _packer(cfg):
+    if cfg.gradient_repacking:
+        return functools.partial(packing.concat_into, num_packs=cfg.gradient_repacking)
+    if cfg.agg_small_grads_max_bytes:
+        return functools.partial(packing.group_small, max_bytes=cfg.agg_small_grads_max_bytes,
+                                 max_group=cfg.agg_small_grads_max_group)
+    return None

@@ -8,7 +8,7 @@ import collections
 
 Update = collections.namedtuple('Update', [
     'train_op',       # applies one step's update and increments global_step
-    'post_init_ops',  # run once after variable initialisation (e.g. copy tower 0 -> others)
+    'post_init_ops',  # run once after variable initialisation or restore (copy tower 0 -> others)
     'hooks',          # SessionRunHooks every worker must install
 ])
 
@@ -39,6 +39,15 @@ class VariableManager(abc.ABC):
         Returns:
           An `Update`.
         """
+
+    def post_init_ops(self):
+        """Ops to run once after the variables are initialised or restored.
+
+        E.g. copy tower 0's values to the other towers' copies, or prime staged reads. An
+        `Update` returned by `apply_gradients` includes them in its `post_init_ops`; an
+        evaluation graph, which has no Update, runs these.
+        """
+        return []
 
     def savable_variables(self):
         """Variables a checkpoint holds, by their canonical (tower-independent) names.

@@ -2,7 +2,8 @@
 
 Variables are created on `variable_devices` (greedy by bytes when there are several); each tower
 reads them through implicit copies, which TensorFlow inserts where a tower's op on another
-device consumes a variable.
+device consumes a variable. With `staged_vars` those reads go through staging areas instead
+(`tfhp.replication.staged_vars`: hidden copies, one-step-stale weights).
 """
 import contextlib
 
@@ -11,6 +12,7 @@ import tensorflow.compat.v1 as tf
 from tfhp.ops import scopes
 from tfhp.replication import base
 from tfhp.replication import device_setters
+from tfhp.replication import staged_vars as staged_vars_lib
 
 
 class ParameterServer(base.VariableManager):
@@ -19,11 +21,13 @@ class ParameterServer(base.VariableManager):
     Args:
       tower_devices: device of each tower.
       variable_devices: devices that hold variables (e.g. ('/cpu:0',)).
+      staged_vars: read trainable variables through per-tower staging areas.
     """
 
-    def __init__(self, tower_devices, variable_devices):
+    def __init__(self, tower_devices, variable_devices, staged_vars=False):
         self._tower_devices = tuple(tower_devices)
         self._placer = device_setters.GreedyByBytes(variable_devices)
+        self._staged = staged_vars_lib.StagedReads() if staged_vars else None
 
     @property
     def placer(self):
@@ -32,25 +36,39 @@ class ParameterServer(base.VariableManager):
 
     @contextlib.contextmanager
     def tower_scope(self, tower):
-        setter = device_setters.variables_on(self._placer, self._tower_devices[tower])
-        with tf.device(setter), tf.variable_scope(tf.get_variable_scope(),
-                                                  reuse=tower > 0):
+        device = self._tower_devices[tower]
+        setter = device_setters.variables_on(self._placer, device)
+        getter = self._staged.custom_getter(tower, device) if self._staged else None
+        with tf.device(setter), tf.variable_scope(tf.get_variable_scope(), reuse=tower > 0,
+                                                  custom_getter=getter):
             yield
 
     def trainable_variables(self, tower):
-        del tower  # every tower shares the same variables
-        return tf.trainable_variables()
+        if self._staged:
+            return self._staged.reads(tower)
+        return tf.trainable_variables()  # every tower shares the same variables
+
+    def post_init_ops(self):
+        """Primes the staged reads (one put per area); nothing without staged_vars."""
+        return [tf.group(*self._staged.put_ops(), name='prime_staged_vars')] if (
+            self._staged) else []
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
         num_towers = len(tower_grads)
         grads_and_vars = []
         with tf.name_scope(scopes.AGGREGATE):
             for per_var in zip(*tower_grads):
+                if per_var[0][0] is None:
+                    continue  # a variable the loss does not use
                 var = per_var[0][1]
+                if self._staged:
+                    var = self._staged.variable(var)
                 with tf.device(var.device):
                     grads = [g for g, _ in per_var]
                     total = grads[0] if num_towers == 1 else tf.add_n(grads)
                     grads_and_vars.append((total / num_towers, var))
-        with tf.name_scope(scopes.APPLY):
+        # Staged puts read the variables before this step's update changes them.
+        puts = self._staged.put_ops() if self._staged else []
+        with tf.name_scope(scopes.APPLY), tf.control_dependencies(puts):
             train_op = optimizer_fn().apply_gradients(grads_and_vars, global_step=global_step)
-        return base.Update(train_op=train_op, post_init_ops=[], hooks=[])
+        return base.Update(train_op=train_op, post_init_ops=self.post_init_ops(), hooks=[])

@@ -1,0 +1,97 @@
+"""Parsing of `--all_reduce_spec` strings, in tf_cnn_benchmarks' syntax. Pure Python, no TF.
+
+Kept apart from `tfhp.ops.allreduce` (which builds the graph) so that `tfhp.config` can refuse
+a malformed spec before TensorFlow is even imported.
+
+Grammar:
+
+    spec       ::= range_spec | range_spec ':' limit ':' spec
+    range_spec ::= alg_spec | alg_spec '/' alg_spec
+    alg_spec   ::= alg | alg '#' shards
+    alg        ::= 'pscpu' | 'psgpu' | 'xring' | 'nccl' | 'collective'
+    limit      ::= digits [kKmMgGtT]        (a count of tensor *elements*; k = 1024)
+
+`pscpu:32k:xring` reduces tensors of at most 32768 elements with `pscpu` and larger ones with
+`xring`; limits must increase from left to right. `a/b` applies `a` among the devices of each
+worker and `b` across workers (in one process there is one worker, so `b` sees one tensor).
+`#k` is the algorithm's shard count: pieces reduced on k devices (`pscpu`, `psgpu`) or k rings
+each carrying 1/k of the tensor (`xring`).
+"""
+import collections
+import re
+
+ALGORITHMS = ('pscpu', 'psgpu', 'xring', 'nccl', 'collective')
+# Algorithms that take a '#shards' suffix.
+SHARDED = ('pscpu', 'psgpu', 'xring')
+_MULTIPLIERS = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}
+
+AlgSpec = collections.namedtuple('AlgSpec', ['name', 'shards'])
+RangeSpec = collections.namedtuple('RangeSpec', [
+    'inner',   # AlgSpec applied among one worker's devices (or among all, when outer is None)
+    'outer',   # AlgSpec across workers, or None
+    'limit',   # largest tensor (in elements) this range takes; None for the last range
+])
+
+
+def _parse_alg(text, spec):
+    match = re.fullmatch(r'([a-z]+)(?:#(\d+))?', text)
+    if not match or match.group(1) not in ALGORITHMS:
+        raise ValueError('all_reduce_spec %r: unknown algorithm %r; known: %s'
+                         % (spec, text, ', '.join(ALGORITHMS)))
+    name, shards = match.group(1), int(match.group(2) or 1)
+    if shards < 1 or (shards > 1 and name not in SHARDED):
+        raise ValueError('all_reduce_spec %r: %r cannot take %d shards (only %s shard)'
+                         % (spec, text, shards, ', '.join(SHARDED)))
+    return AlgSpec(name, shards)
+
+
+def _parse_limit(text, spec):
+    match = re.fullmatch(r'(\d+)([kKmMgGtT]?)', text)
+    if not match:
+        raise ValueError('all_reduce_spec %r: limit %r is not a number like 4096, 32k or 1m'
+                         % (spec, text))
+    return int(match.group(1)) * _MULTIPLIERS[match.group(2).lower()]
+
+
+def _parse_range(text, spec):
+    parts = text.split('/')
+    if len(parts) > 2 or not all(parts):
+        raise ValueError('all_reduce_spec %r: %r must be alg or alg/alg' % (spec, text))
+    inner = _parse_alg(parts[0], spec)
+    outer = _parse_alg(parts[1], spec) if len(parts) == 2 else None
+    return inner, outer
+
+
+def parse(spec):
+    """Parses an all-reduce spec.
+
+    Args:
+      spec: e.g. 'xring', 'psgpu#2', 'pscpu:32k:xring', 'nccl/xring'.
+    Returns:
+      A tuple of `RangeSpec`, smallest range first; the last has limit None.
+    Raises:
+      ValueError: the spec is malformed; the message quotes it and names the bad part.
+    """
+    parts = spec.split(':')
+    if len(parts) % 2 != 1:
+        raise ValueError('all_reduce_spec %r must be alg or alg:limit:alg...' % (spec,))
+    ranges, previous = [], -1
+    for i in range(0, len(parts), 2):
+        inner, outer = _parse_range(parts[i], spec)
+        limit = _parse_limit(parts[i + 1], spec) if i + 1 < len(parts) else None
+        if limit is not None:
+            if limit <= previous:
+                raise ValueError('all_reduce_spec %r: limits must increase' % (spec,))
+            previous = limit
+        ranges.append(RangeSpec(inner, outer, limit))
+    return tuple(ranges)
+
+
+def algorithm_names(spec):
+    """The set of algorithm names a (valid) spec uses, e.g. {'pscpu', 'xring'}."""
+    names = set()
+    for rng in parse(spec):
+        names.add(rng.inner.name)
+        if rng.outer is not None:
+            names.add(rng.outer.name)
+    return names

@@ -1,0 +1,84 @@
+"""StagingArea buffers: put a set of tensors on a device in one step, get it in a later one.
+
+A staging area is a small FIFO of tensor tuples living on one device. Putting copies the tensors
+there (a host-to-device copy when the producer is on the host) and returns at once; getting takes
+the oldest tuple. Joining two stages of a step through an area decouples them: within one
+`session.run` the consumer reads what the producer put during the *previous* run, so the two
+run concurrently on different steps' data (see `tfhp.pipelines.software_pipeline`, which owns
+the warm-up-by-prefix rule).
+
+TensorFlow's own area blocks forever when one gets from it while it is empty, and when one puts
+into it while it is full. Here each get first checks the area's size and each put checks its
+free room, on the area's device (a size read on another device is another, empty, area), so a
+missing warm-up or a doubled one fails at once with a message naming the area instead of
+hanging. The checks assume the contract of a pipelined step: one producer and one consumer per
+area, each running once per `session.run`.
+"""
+import collections
+
+import tensorflow.compat.v1 as tf
+
+# One set in the buffer between steps plus the one being put while the previous is taken.
+DEFAULT_CAPACITY = 2
+
+Staged = collections.namedtuple('Staged', [
+    'put_op',    # puts this step's tensors (run every step, and in warm-up)
+    'outputs',   # the tensors of an earlier put, same structure as the input
+    'size',      # int32 scalar: how many sets the area holds now
+    'clear_op',  # empties the area (e.g. before a new epoch or when shutting down)
+    'name',      # the area's shared name, used in error messages
+])
+
+
+def _host_of(device):
+    """The CPU of the task that owns `device` (checks run there: Assert has CPU kernels only)."""
+    spec = tf.DeviceSpec.from_string(device or '/cpu:0')
+    return spec.replace(device_type='CPU', device_index=0).to_string()
+
+
+def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY):
+    """Builds a staging area on `device` fed with `tensors`.
+
+    Args:
+      tensors: a nest (tuple, list, dict) of tensors with fully defined static shapes.
+      device: device string of the area, e.g. '/cpu:0' or '/gpu:1'.
+      name: base of the area's shared name (made unique in the graph).
+      capacity: most sets the area may hold; a put into a full area fails.
+    Returns:
+      A `Staged` tuple.
+    Raises:
+      ValueError: a tensor's shape is not fully defined (the consumer needs static shapes).
+    """
+    flat = tf.nest.flatten(tensors)
+    for t in flat:
+        if not t.shape.is_fully_defined():
+            raise ValueError('staging area %r: tensor %s has shape %s; staged tensors need a '
+                             'fully defined shape' % (name, t.name, t.shape))
+    dtypes = [t.dtype for t in flat]
+    shared_name = tf.get_default_graph().unique_name(name, mark_as_used=True)
+    area = dict(dtypes=dtypes, capacity=capacity, shared_name=shared_name)
+    with tf.name_scope(shared_name):
+        with tf.device(device):
+            size = tf.raw_ops.StageSize(**area, name='size')
+        with tf.device(_host_of(device)):
+            room = tf.debugging.Assert(
+                size < capacity,
+                ['staging area %s already holds %d sets: a put would block (the warm-up ran '
+                 'more often than the pipeline is deep?)' % (shared_name, capacity)],
+                name='check_room')
+            filled = tf.debugging.Assert(
+                size > 0,
+                ['staging area %s is empty: a get would block (run the warm-up before the '
+                 'first step)' % shared_name], name='check_filled')
+        with tf.device(device):
+            with tf.control_dependencies([room]):
+                put_op = tf.raw_ops.Stage(values=flat, capacity=capacity,
+                                          shared_name=shared_name, name='put')
+            with tf.control_dependencies([filled]):
+                got = tf.raw_ops.Unstage(**area, name='get')
+            clear_op = tf.raw_ops.StageClear(**area, name='clear')
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    for out, source in zip(got, flat):
+        out.set_shape(source.shape)
+    return Staged(put_op=put_op, outputs=tf.nest.pack_sequence_as(tensors, got), size=size,
+                  clear_op=clear_op, name=shared_name)

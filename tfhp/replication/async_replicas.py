@@ -1,0 +1,71 @@
+"""Between-graph parameter server, asynchronous: each worker applies its own gradients.
+
+Each worker means its towers' gradients on its own CPU first, so it sends one gradient per
+variable to the ps per step whatever its number of towers, then applies it to the shared
+variables at once: no worker waits for another, so a slow or dead worker slows or stops no one.
+Variables live where the placement manager (a `ParameterServer` over the ps tasks) puts them.
+"""
+import contextlib
+
+import tensorflow.compat.v1 as tf
+
+from tfhp.ops import scopes
+from tfhp.replication import base
+
+
+def _mean(grads):
+    """Mean of one variable's tower gradients: dense tensors, or IndexedSlices kept sparse."""
+    if len(grads) == 1:
+        return grads[0]
+    if isinstance(grads[0], tf.IndexedSlices):
+        return tf.IndexedSlices(tf.concat([g.values for g in grads], 0) / len(grads),
+                                tf.concat([g.indices for g in grads], 0), grads[0].dense_shape)
+    return tf.add_n(grads) / len(grads)
+
+
+def mean_over_towers(tower_grads, device):
+    """This worker's gradient per variable: the mean over its towers, computed on `device`.
+
+    Args:
+      tower_grads: tower_grads[t][v] = (gradient, variable); variables are tower 0's.
+      device: the worker's CPU.
+    Returns:
+      [(mean gradient, tower 0's variable)] in variable order; None gradients stay None.
+    """
+    result = []
+    with tf.name_scope(scopes.AGGREGATE), tf.device(device):
+        for per_var in zip(*tower_grads):
+            grads = [g for g, _ in per_var]
+            result.append((None if grads[0] is None else _mean(grads), per_var[0][1]))
+    return result
+
+
+class AsyncReplicas(base.VariableManager):
+    """Every worker updates the shared variables alone, one step at a time.
+
+    Args:
+      placement: the manager that places variables (tower_scope, trainable_variables),
+        e.g. `ParameterServer(topology.tower_devices, topology.variable_devices)`.
+      worker_device: this worker's CPU, where its towers' gradients are meaned.
+    """
+
+    def __init__(self, placement, worker_device):
+        self._placement = placement
+        self._worker_device = worker_device
+
+    @contextlib.contextmanager
+    def tower_scope(self, tower):
+        with self._placement.tower_scope(tower):
+            yield
+
+    def trainable_variables(self, tower):
+        return self._placement.trainable_variables(tower)
+
+    def savable_variables(self):
+        return self._placement.savable_variables()
+
+    def apply_gradients(self, tower_grads, optimizer_fn, global_step):
+        grads_and_vars = mean_over_towers(tower_grads, self._worker_device)
+        with tf.name_scope(scopes.APPLY):
+            train_op = optimizer_fn().apply_gradients(grads_and_vars, global_step=global_step)
+        return base.Update(train_op=train_op, post_init_ops=[], hooks=[])

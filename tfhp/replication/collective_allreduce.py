@@ -1,0 +1,107 @@
+"""Collective all-reduce across workers: no parameter server.
+
+Each worker keeps the variables itself: masters on its first tower device, local copies on its
+other towers (`TowerCopies`). Per step it means its towers' gradients, all-reduces that mean with
+every other worker's through TensorFlow's collective ops (`CollectiveReduce`, ring over gRPC),
+applies the result to its masters with its own optimizer and refreshes its copies. Every worker
+applies the same update to the same values, so the masters stay equal; each increments its own
+global step, in lockstep. At session start the chief's variables (global step included) are
+broadcast to every worker (`CollectiveBcastSend/Recv`), so workers that initialised with
+different values, or did not restore the chief's checkpoint, start equal.
+
+The runtime matches the ops of one collective across processes by (group key, instance key):
+keys come from a counter in graph-building order, which is the same on every worker because
+every worker builds the same graph. Sessions and servers need
+`ConfigProto.experimental.collective_group_leader` (`tfhp.distributed` sets it).
+"""
+import tensorflow.compat.v1 as tf
+
+from tfhp.ops import scopes
+from tfhp.replication import async_replicas
+from tfhp.replication import base
+from tfhp.replication import tower_copies
+
+GROUP_KEY = 1
+GROUP_LEADER = '/job:worker/replica:0/task:0'
+
+
+class _BroadcastHook(tf.train.SessionRunHook):
+    """Takes the chief's variables and refreshes the copies whenever a session is created."""
+
+    def __init__(self, init_op):
+        self._init_op = init_op
+
+    def after_create_session(self, session, coord):
+        session.run(self._init_op)
+
+
+class CollectiveAllReduce(base.VariableManager):
+    """Variables on every worker, gradients all-reduced across workers.
+
+    Args:
+      tower_devices: this worker's tower devices (the first holds the masters).
+      num_workers: workers in the all-reduce.
+      is_chief: whether this worker's values are broadcast at start.
+      timeout_s: bound on one collective waiting for its peers (0: none).
+    """
+
+    def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0):
+        self._device = tower_devices[0]
+        self._copies = tower_copies.TowerCopies(tower_devices, self._device,
+                                                copy_first_tower=False)
+        self._num_workers = num_workers
+        self._is_chief = is_chief
+        self._timeout_s = float(timeout_s)
+        self._next_key = 1
+
+    def _instance_key(self):
+        key, self._next_key = self._next_key, self._next_key + 1
+        return key
+
+    def tower_scope(self, tower):
+        return self._copies.tower_scope(tower)
+
+    def trainable_variables(self, tower):
+        return self._copies.trainable_variables(tower)
+
+    def _all_reduce_mean(self, tensor):
+        return tf.raw_ops.CollectiveReduce(
+            input=tensor, group_size=self._num_workers, group_key=GROUP_KEY,
+            instance_key=self._instance_key(), merge_op='Add', final_op='Div',
+            subdiv_offsets=[0], timeout_seconds=self._timeout_s)
+
+    def _broadcast_from_chief(self, variables):
+        assigns = []
+        for var in variables:
+            key = self._instance_key()
+            with tf.device(var.device):
+                if self._is_chief:
+                    assigns.append(tf.raw_ops.CollectiveBcastSend(
+                        input=var.read_value(), group_size=self._num_workers,
+                        group_key=GROUP_KEY, instance_key=key, shape=var.shape,
+                        timeout_seconds=self._timeout_s))
+                else:
+                    assigns.append(var.assign(tf.raw_ops.CollectiveBcastRecv(
+                        T=var.dtype.base_dtype, group_size=self._num_workers,
+                        group_key=GROUP_KEY, instance_key=key, shape=var.shape,
+                        timeout_seconds=self._timeout_s), read_value=False))
+        return assigns
+
+    def apply_gradients(self, tower_grads, optimizer_fn, global_step):
+        means = async_replicas.mean_over_towers(tower_grads, self._device)
+        reduced = []
+        with tf.name_scope(scopes.AGGREGATE), tf.device(self._device):
+            for grad, var in means:
+                if grad is not None:
+                    # Collectives take dense tensors: a sparse gradient is densified here.
+                    reduced.append((self._all_reduce_mean(tf.convert_to_tensor(grad)), var))
+        with tf.name_scope(scopes.APPLY):
+            step_op = optimizer_fn().apply_gradients(reduced, global_step=global_step)
+            with tf.control_dependencies([step_op]):
+                train_op = self._copies.refresh(self._device)
+        start = []
+        if self._num_workers > 1:
+            start = self._broadcast_from_chief(self._copies.masters() + [global_step])
+        with tf.control_dependencies(start):
+            init = self._copies.refresh(self._device)
+        return base.Update(train_op=train_op, post_init_ops=[], hooks=[_BroadcastHook(init)])

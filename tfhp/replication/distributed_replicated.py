@@ -1,0 +1,75 @@
+"""Distributed replicated: a copy of every variable per worker device, masters on the ps tasks.
+
+Towers compute with local copies (no ps read per tower per step); each worker means its towers'
+gradients on its CPU and sends that mean to the masters; then every copy is refreshed from the
+masters. Synchronous (`sync` given): the mean goes through the `SyncReplicas` protocol, whose
+wait for the step token is the cross-replica barrier before the refresh; asynchronous: each
+worker applies its mean to the masters and refreshes at once. The masters carry the canonical
+names, so checkpoints are interchangeable with `parameter_server`'s.
+"""
+import tensorflow.compat.v1 as tf
+
+from tfhp.ops import scopes
+from tfhp.replication import async_replicas
+from tfhp.replication import base
+from tfhp.replication import device_setters
+from tfhp.replication import tower_copies
+
+
+class _RefreshHook(tf.train.SessionRunHook):
+    """Fills the local copies from the masters whenever a session is (re)created."""
+
+    def __init__(self, refresh_op):
+        self._refresh_op = refresh_op
+
+    def after_create_session(self, session, coord):
+        session.run(self._refresh_op)
+
+
+class DistributedReplicated(base.VariableManager):
+    """Local copies per tower, masters greedy-by-bytes over the ps tasks.
+
+    Args:
+      tower_devices: this worker's tower devices.
+      variable_devices: the ps tasks' devices (masters).
+      worker_device: this worker's CPU.
+      sync: a `SyncReplicas` (placement None) for synchronous steps; None: asynchronous.
+    """
+
+    def __init__(self, tower_devices, variable_devices, worker_device, sync=None):
+        self._placer = device_setters.GreedyByBytes(variable_devices)
+        self._copies = tower_copies.TowerCopies(
+            tower_devices, device_setters.variables_on(self._placer, worker_device))
+        self._worker_device = worker_device
+        self._sync = sync
+
+    @property
+    def placer(self):
+        """The `GreedyByBytes` placer of the masters."""
+        return self._placer
+
+    def tower_scope(self, tower):
+        return self._copies.tower_scope(tower)
+
+    def trainable_variables(self, tower):
+        return self._copies.trainable_variables(tower)
+
+    def counters(self):
+        """{name: tensor} of this worker's counts (the sync protocol's dropped gradients)."""
+        return self._sync.counters() if self._sync else {}
+
+    def apply_gradients(self, tower_grads, optimizer_fn, global_step):
+        means = async_replicas.mean_over_towers(tower_grads, self._worker_device)
+        master_grads = [(g, self._copies.master_of(v)) for g, v in means]
+        hooks = []
+        if self._sync:
+            update = self._sync.apply_worker_gradients(master_grads, optimizer_fn, global_step)
+            step_op, hooks = update.train_op, list(update.hooks)
+        else:
+            with tf.name_scope(scopes.APPLY):
+                step_op = optimizer_fn().apply_gradients(master_grads, global_step=global_step)
+        with tf.name_scope(scopes.APPLY), tf.control_dependencies([step_op]):
+            train_op = self._copies.refresh(self._worker_device)
+        refresh = self._copies.refresh(self._worker_device)
+        return base.Update(train_op=train_op, post_init_ops=[],
+                           hooks=hooks + [_RefreshHook(refresh)])

@@ -1,0 +1,55 @@
+"""Large variables split over the parameter servers in equal slices (a fixed-size partitioner).
+
+Greedy placement balances whole variables, so one variable larger than the rest together (VGG's
+first fully connected layer holds 74% of the model) leaves one ps carrying most of the traffic.
+Split along its first axis into one slice per ps, each slice is a variable of its own that the
+greedy placer spreads, and each step's reads and updates of it are spread with it. An embedding
+looked up from a split variable gets a sparse (IndexedSlices) gradient per slice.
+"""
+import contextlib
+
+import tensorflow.compat.v1 as tf
+
+from tfhp.replication import base
+
+
+def min_bytes_partitioner(num_shards, min_bytes):
+    """A partitioner splitting variables of >= min_bytes into num_shards slices along axis 0."""
+    fixed = tf.fixed_size_partitioner(num_shards)
+
+    def partitioner(shape, dtype):
+        size = shape.num_elements() * tf.as_dtype(dtype).size
+        if shape.ndims and size >= min_bytes:
+            return fixed(shape, dtype)
+        return [1] * max(shape.ndims or 0, 1)
+    return partitioner
+
+
+class Partitioned(base.VariableManager):
+    """A placement manager whose large variables are split (placement only: no apply).
+
+    Args:
+      placement: the manager placing variables (a `ParameterServer`).
+      num_shards: slices per large variable (the number of ps tasks).
+      min_bytes: variables of at least this many bytes are split.
+    """
+
+    def __init__(self, placement, num_shards, min_bytes):
+        self._placement = placement
+        self._partitioner = min_bytes_partitioner(num_shards, min_bytes)
+
+    @contextlib.contextmanager
+    def tower_scope(self, tower):
+        with self._placement.tower_scope(tower), tf.variable_scope(
+                tf.get_variable_scope(), partitioner=self._partitioner):
+            yield
+
+    def trainable_variables(self, tower):
+        return self._placement.trainable_variables(tower)
+
+    def savable_variables(self):
+        return self._placement.savable_variables()
+
+    def apply_gradients(self, tower_grads, optimizer_fn, global_step):
+        raise NotImplementedError('Partitioned places variables only; wrap it in AsyncReplicas '
+                                  'or SyncReplicas')

@@ -1,0 +1,65 @@
+"""Staged variable reads (`--staged_vars`): parameter copies hidden behind compute.
+
+Each tower reads every trainable variable through a staging area on its own device
+(`tfhp.ops.staging`), so the copy from the parameter device runs during the previous step
+instead of at the start of this one. The protocol:
+
+  1. Prime (the manager's `post_init_ops`, once after initialisation or restore): put each
+     variable's value into each tower's area.
+  2. Every step: each tower's forward pass gets the value put one step earlier; the step puts
+     the variable's current value for the next step; the update waits until those puts have
+     read the variable, so they see it before this step's update.
+
+So the weights a step reads are one update old: w_1 = w_0 - lr g(w_0), and for k >= 1
+w_{k+1} = w_k - lr g(w_{k-1}). This is SGD with a one-step-stale gradient, not plain SGD: the
+same loss curve is not expected, and a high learning rate or momentum may need lowering.
+(Tested against that recurrence in tests/replication/staged_vars_test.py.)
+"""
+import tensorflow.compat.v1 as tf
+
+from tfhp.ops import scopes
+from tfhp.ops import staging
+
+
+class StagedReads:
+    """Creates and remembers the staging areas of every (tower, variable) pair."""
+
+    def __init__(self):
+        self._reads = {}     # tower -> [staged read tensor], in creation order
+        self._sources = {}   # staged read tensor name -> the variable it reads
+        self._puts = []
+
+    def custom_getter(self, tower, device):
+        """A variable-scope custom getter for tower `tower`, whose areas live on `device`."""
+        # Captured now: the getter runs inside the model's own name scopes.
+        scope = tf.get_default_graph().get_name_scope()
+        staging_scope = '%s/%s/' % (scope, scopes.STAGING) if scope else scopes.STAGING + '/'
+        def staged_getter(getter, *args, **kwargs):
+            variable = getter(*args, **kwargs)
+            if not variable.trainable:
+                return variable  # e.g. batch-norm statistics: updated in place, read directly
+            with tf.name_scope(staging_scope):
+                with tf.device(variable.device):
+                    value = variable.read_value()
+                area = staging.stage([value], device, name='staged_var')
+                # Named after the variable, so name-based rules (e.g. no L2 decay on biases)
+                # treat the read like the variable.
+                with tf.device(device):
+                    read = tf.identity(area.outputs[0], name=variable.op.name)
+            self._reads.setdefault(tower, []).append(read)
+            self._sources[read.name] = variable
+            self._puts.append(area.put_op)
+            return read
+        return staged_getter
+
+    def reads(self, tower):
+        """Tower `tower`'s staged reads of the trainable variables, in creation order."""
+        return list(self._reads.get(tower, []))
+
+    def variable(self, read):
+        """The variable a staged read stands for."""
+        return self._sources[read.name]
+
+    def put_ops(self):
+        """Every put: the priming ops, and each step's refill (run before the update)."""
+        return list(self._puts)

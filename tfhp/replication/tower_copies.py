@@ -1,0 +1,96 @@
+"""Per-tower local copies of master variables, made by a custom getter.
+
+Each trainable variable a tower asks for exists once as a master (a global, checkpointed
+variable under its canonical name, placed by `master_device_fn`) and, per tower, as a local copy
+on the tower's device that the tower computes with. A refresh copies masters to copies, reading
+each master once per worker. Non-trainable variables (batch-norm statistics) are not copied:
+every tower uses the master. Used by `DistributedReplicated` (masters on the ps tasks) and
+`CollectiveAllReduce` (masters on the worker's first tower device).
+"""
+import contextlib
+
+import tensorflow.compat.v1 as tf
+
+COPIES_SCOPE = 'tower_copies'
+
+
+class TowerCopies:
+    """Builds and tracks the copies.
+
+    Args:
+      tower_devices: device of each tower.
+      master_device_fn: device function placing master variables (ops other than variables
+        that it is asked about go to the tower's device).
+      copy_first_tower: False makes tower 0 use the masters themselves (masters already on its
+        device); True gives tower 0 a copy too.
+    """
+
+    def __init__(self, tower_devices, master_device_fn, copy_first_tower=True):
+        self._tower_devices = tuple(tower_devices)
+        self._master_device_fn = master_device_fn
+        self._copy_first_tower = copy_first_tower
+        self._copies = [dict() for _ in self._tower_devices]   # tower -> {name: copy}
+        self._masters = {}                                      # name -> master
+        self._trainable_masters = []
+        self._master_of = {}                                    # copy name -> master
+
+    @contextlib.contextmanager
+    def tower_scope(self, tower):
+        """Device and variable scope of tower `tower` (see base.VariableManager)."""
+        def getter(get_variable, name, *args, **kwargs):
+            with tf.device(self._master_device_fn):
+                master = get_variable(name, *args, **kwargs)
+            trainable = kwargs.get('trainable') is not False
+            if name not in self._masters:
+                self._masters[name] = master
+                if trainable:
+                    self._trainable_masters.append(master)
+            if not trainable or (tower == 0 and not self._copy_first_tower):
+                return master
+            if name not in self._copies[tower]:
+                kwargs.update(initializer=tf.zeros_initializer(), trainable=False,
+                              collections=[tf.GraphKeys.LOCAL_VARIABLES])
+                copy = get_variable('%s/tower_%d/%s' % (COPIES_SCOPE, tower, name), *args,
+                                    **kwargs)
+                self._copies[tower][name] = copy
+                self._master_of[copy.op.name] = master
+            return self._copies[tower][name]
+
+        with tf.device(self._tower_devices[tower]), tf.variable_scope(
+                tf.get_variable_scope(), reuse=tf.AUTO_REUSE, custom_getter=getter):
+            yield
+
+    def trainable_variables(self, tower):
+        """The trainable variables tower `tower` computes with, in creation order."""
+        if tower == 0 and not self._copy_first_tower:
+            return list(self._trainable_masters)
+        return list(self._copies[tower].values())
+
+    def masters(self):
+        """Every master variable (trainable or not), in creation order."""
+        return list(self._masters.values())
+
+    def master_of(self, variable):
+        """The master of a tower's variable (the variable itself if it is a master)."""
+        return self._master_of.get(variable.op.name, variable)
+
+    def refresh(self, read_device):
+        """An op copying every master into every tower's copy.
+
+        Args:
+          read_device: where each master is read to once (the worker's CPU); the copies are
+            assigned from that value.
+        Returns:
+          An op.
+        """
+        assigns = []
+        for name, master in self._masters.items():
+            copies = [c[name] for c in self._copies if name in c]
+            if not copies:
+                continue
+            with tf.device(read_device):
+                value = tf.identity(master.read_value())
+            for copy in copies:
+                with tf.device(copy.device):
+                    assigns.append(copy.assign(value, read_value=False))
+        return tf.group(*assigns, name='refresh_tower_copies')
