@@ -1,0 +1,211 @@
+"""Figures of one traced step: where its time went, per device, per stage and along its path.
+
+Definitions (all times in microseconds, from one step's RunMetadata):
+  step time      first op start to last op end, over every device.
+  busy(d)        the union of device d's op intervals; idle(d) = step time - busy(d);
+                 imbalance = max busy / mean busy - 1.
+  stage time     each instant of busy(d) is split evenly among the ops running then, and each
+                 op's share goes to its stage, so a device's stage times add up to busy(d).
+  self time      an op's share, as above (its time not shared with concurrent ops).
+  critical path  from the op that ended last, repeatedly the input that finished last: the
+                 chain that released the end of the step. Its time splits into running and
+                 `wait` (an input's end to its consumer's start: scheduling, or a transfer when
+                 the devices differ), which add up to the path's span.
+  transfers      cross-device tensors with their windows (see `events`); `hidden` is the part
+                 of their union during which some non-transfer op was running.
+  overlap efficiency  eta = (sum busy - T) / (sum busy - max busy) over the devices, with T the
+                 step time: 1 when the step costs only its busiest device, 0 when devices ran
+                 one after another (None with fewer than two busy devices).
+"""
+import collections
+import dataclasses
+from typing import Dict, List, Optional, Tuple
+
+from tfhp.ops import scopes
+from tfhp.profiling import events
+from tfhp.profiling import intervals
+
+@dataclasses.dataclass(frozen=True)
+class DeviceFigures:
+    device: str
+    busy: float
+    idle: float
+    stages: Dict[str, float]    # stage -> self time on this device
+    num_ops: int
+
+
+@dataclasses.dataclass(frozen=True)
+class PathSegment:
+    """Consecutive critical-path ops of one stage on one device."""
+    device: str
+    stage: str
+    busy: float   # how far they moved the path on while running
+    wait: float   # gaps before them (scheduling or transfer)
+    num_ops: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TopOp:
+    name: str
+    type: str
+    device: str
+    stage: str
+    self_time: float
+    duration: float
+
+
+@dataclasses.dataclass(frozen=True)
+class StepAnalysis:
+    """Everything `analyze` computes; `to_dict` gives a JSON-ready form."""
+    step_time: float
+    stage_names: Tuple[str, ...]
+    devices: List[DeviceFigures]
+    critical_path: List[PathSegment]
+    links: Dict[str, Tuple[int, int]]   # 'src->dst' -> (number of tensors, bytes)
+    transfer_time: float                # union of transfer windows and copy ops
+    hidden_transfer_time: float         # part of it overlapped by compute
+    overlap_efficiency: Optional[float]
+    top_ops: List[TopOp]
+
+    @property
+    def transfer_bytes(self):
+        return sum(num_bytes for _, num_bytes in self.links.values())
+
+    @property
+    def overlap_percent(self):
+        """Share of transfer time hidden behind compute (None when nothing was transferred)."""
+        if not self.transfer_time:
+            return None
+        return 100.0 * self.hidden_transfer_time / self.transfer_time
+
+    @property
+    def imbalance(self):
+        """How far the busiest device's busy time is above the mean (0: balanced)."""
+        mean = sum(d.busy for d in self.devices) / len(self.devices)
+        return max(d.busy for d in self.devices) / mean - 1.0 if mean else 0.0
+
+    @property
+    def exposed_transfer_time(self):
+        return self.transfer_time - self.hidden_transfer_time
+
+    def stage_totals(self):
+        """{stage: self time summed over devices}."""
+        totals = collections.Counter()
+        for device in self.devices:
+            totals.update(device.stages)
+        return dict(totals)
+
+    def to_dict(self):
+        result = dataclasses.asdict(self)
+        result.update(transfer_bytes=self.transfer_bytes, overlap_percent=self.overlap_percent,
+                      exposed_transfer_time=self.exposed_transfer_time,
+                      imbalance=self.imbalance)
+        return result
+
+
+def stage_names(stages=scopes.STAGES):
+    """Every stage an op can be attributed to, in report order."""
+    return tuple(stages) + events.TRANSFER_STAGES + (events.OTHER,)
+
+
+def analyze(run_metadata, stages=scopes.STAGES, top=10):
+    """Analyses one traced step.
+
+    Args:
+      run_metadata: a `RunMetadata` from a FULL_TRACE run (see `tfhp.session.run_traced`).
+      stages: stage names recognised in op names.
+      top: how many ops to list by self time.
+    Returns:
+      A `StepAnalysis`.
+    Raises:
+      ValueError: the metadata holds no step stats (the run was not traced).
+    """
+    trace = events.parse(run_metadata, stages)
+    ops = trace.ops
+    if not ops:
+        raise ValueError('the RunMetadata holds no step stats; run the step with '
+                         'RunOptions(trace_level=FULL_TRACE)')
+    step_start = min(op.start for op in ops)
+    step_time = max(op.end for op in ops) - step_start
+
+    shares = [0.0] * len(ops)
+    by_device = collections.defaultdict(list)
+    for index, op in enumerate(ops):
+        by_device[op.device].append(index)
+    devices = []
+    for device in sorted(by_device):
+        indices = by_device[device]
+        stage_time = dict.fromkeys(stage_names(stages), 0.0)
+        for index, share in zip(indices, intervals.fair_shares(
+                [(ops[k].start, ops[k].end) for k in indices])):
+            shares[index] = share
+            stage_time[ops[index].stage] += share
+        busy = sum(stage_time.values())
+        devices.append(DeviceFigures(device, busy, step_time - busy, stage_time, len(indices)))
+
+    windows = [(t.start, t.end) for t in trace.transfers
+               if t.start is not None and t.end is not None]
+    transfer = windows + [(op.start, op.end) for op in ops
+                          if op.stage in events.TRANSFER_STAGES]
+    compute = [(op.start, op.end) for op in ops if op.stage not in events.TRANSFER_STAGES]
+
+    links = collections.defaultdict(lambda: (0, 0))
+    for t in trace.transfers:
+        count, num_bytes = links['%s->%s' % (t.src, t.dst)]
+        links['%s->%s' % (t.src, t.dst)] = (count + 1, num_bytes + t.bytes)
+
+    order = sorted(range(len(ops)), key=lambda k: -shares[k])[:top]
+    return StepAnalysis(
+        step_time=step_time,
+        stage_names=stage_names(stages),
+        devices=devices,
+        critical_path=_critical_path(ops),
+        links=dict(links),
+        transfer_time=intervals.length(transfer),
+        hidden_transfer_time=intervals.overlap(transfer, compute),
+        overlap_efficiency=overlap_efficiency([d.busy for d in devices], step_time),
+        top_ops=[TopOp(ops[k].name, ops[k].type, ops[k].device, ops[k].stage, shares[k],
+                       ops[k].end - ops[k].start) for k in order])
+
+
+def overlap_efficiency(busy_times, step_time):
+    """eta = (sum B - T) / (sum B - max B); None when fewer than two resources were busy."""
+    busy_times = [b for b in busy_times if b > 0]
+    denominator = sum(busy_times) - max(busy_times, default=0.0)
+    if len(busy_times) < 2 or denominator <= 0:
+        return None
+    return (sum(busy_times) - step_time) / denominator
+
+
+def _critical_path(ops):
+    """Walks back from the last op through the last-finishing inputs; returns PathSegments."""
+    executed = {op.name: op for op in ops if not op.gpu_trace}
+    if not executed:
+        return []
+    path = [max(executed.values(), key=lambda op: op.end)]
+    seen = {path[0].name}
+    while True:
+        # An input's recorded end may fall a little after its consumer's start: the executor
+        # closes an op's record only after it has handed its outputs on.
+        ready = [executed[name] for name in path[-1].inputs
+                 if name in executed and name not in seen]
+        if not ready:
+            break
+        path.append(max(ready, key=lambda op: op.end))
+        seen.add(path[-1].name)
+    path.reverse()
+
+    # Each op adds the time from where the path had got to (its frontier) to its own end,
+    # split into waiting before it starts and running; so the segments add up to the span.
+    segments, frontier = [], path[0].start
+    for op in path:
+        wait = max(0.0, op.start - frontier)
+        busy = max(0.0, op.end - max(op.start, frontier))
+        frontier = max(frontier, op.end)
+        if segments and (segments[-1].device, segments[-1].stage) == (op.device, op.stage):
+            last = segments[-1]
+            segments[-1] = PathSegment(op.device, op.stage, last.busy + busy, last.wait + wait,
+                                       last.num_ops + 1)
+        else:
+            segments.append(PathSegment(op.device, op.stage, busy, wait, 1))
+    return segments

@@ -1,0 +1,73 @@
+"""Writing a traced step: a Chrome trace for the eye, its RunMetadata for the analyser.
+
+`write_trace(run_metadata, path)` writes `path` (Chrome trace JSON: open it in chrome://tracing
+or https://ui.perfetto.dev) and `path + RUN_METADATA_SUFFIX` (the RunMetadata proto that
+`python -m tfhp.trace` reads). Capture a step with `tfhp.session.run_traced`.
+"""
+import os
+
+import tensorflow.compat.v1 as tf
+from tensorflow.python.client import timeline  # pylint: disable=g-direct-tensorflow-import
+
+RUN_METADATA_SUFFIX = '.runmeta.pb'
+
+
+def chrome_trace(run_metadata, show_memory=False):
+    """The Chrome trace (a JSON string) of one step, with dataflow arrows between ops.
+
+    Args:
+      run_metadata: a `RunMetadata` from a FULL_TRACE run.
+      show_memory: also show every tensor's allocation and each allocator's bytes in use.
+    Returns:
+      The trace as a JSON string ({"traceEvents": [...]}).
+    """
+    return timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format(
+        show_dataflow=True, show_memory=show_memory)
+
+
+def write_trace(run_metadata, path, show_memory=False):
+    """Writes the Chrome trace to `path` and the RunMetadata beside it; returns both paths."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(chrome_trace(run_metadata, show_memory))
+    metadata_path = path + RUN_METADATA_SUFFIX
+    with open(metadata_path, 'wb') as f:
+        f.write(run_metadata.SerializeToString())
+    return path, metadata_path
+
+
+def load_run_metadata(path):
+    """Reads a RunMetadata written by `write_trace`, given either of the two paths.
+
+    Raises:
+      ValueError: naming the path, when it holds neither a RunMetadata nor a Chrome trace
+        written next to one.
+    """
+    if not path.endswith(RUN_METADATA_SUFFIX) and os.path.exists(path + RUN_METADATA_SUFFIX):
+        path += RUN_METADATA_SUFFIX
+    with open(path, 'rb') as f:
+        data = f.read()
+    if data.lstrip()[:1] == b'{':
+        raise ValueError('%s is a Chrome trace without its RunMetadata (%s); the analyser '
+                         'needs the RunMetadata' % (path, os.path.basename(path) +
+                                                    RUN_METADATA_SUFFIX))
+    metadata = tf.RunMetadata()
+    try:
+        metadata.ParseFromString(data)
+    except Exception as e:  # protobuf raises its own DecodeError
+        raise ValueError('%s is not a RunMetadata proto: %s' % (path, e)) from None
+    if not metadata.step_stats.dev_stats:
+        raise ValueError('%s holds no step stats (was the step run with FULL_TRACE?)' % path)
+    return metadata
+
+
+def trace_writer(path, show_memory, log):
+    """An `on_trace(step, run_metadata)` callback (see `tfhp.session.run_steps`) that writes
+    the trace to `path` and logs where."""
+    def on_trace(step, run_metadata):
+        trace_path, metadata_path = write_trace(run_metadata, path, show_memory)
+        log('Traced step %d: %s (analyse: python -m tfhp.trace %s)' % (step, trace_path,
+                                                                       metadata_path))
+    return on_trace
+

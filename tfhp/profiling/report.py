@@ -1,0 +1,105 @@
+"""The analyser's text report (`python -m tfhp.trace`); the README shows one and how to read it."""
+import collections
+
+
+def _ms(micros):
+    return micros / 1000.0
+
+
+def _mb(num_bytes):
+    return num_bytes / 1e6
+
+
+def _device_table(analysis):
+    lines = ['%-22s %9s %9s %6s %6s' % ('device', 'busy ms', 'idle ms', 'busy', 'ops')]
+    for d in analysis.devices:
+        lines.append('%-22s %9.3f %9.3f %5.0f%% %6d' % (
+            d.device, _ms(d.busy), _ms(d.idle), 100.0 * d.busy / analysis.step_time,
+            d.num_ops))
+    return lines
+
+
+def _stage_table(analysis):
+    names = [d.device for d in analysis.devices]
+    width = max([12] + [len(n) + 1 for n in names])
+    lines = ['time per stage, ms (self time: each device column adds up to its busy time)',
+             '%-14s' % 'stage' + ''.join('%*s' % (width, n) for n in names) + '%10s' % 'total']
+    totals = analysis.stage_totals()
+    for stage in analysis.stage_names:
+        if totals.get(stage, 0.0) > 0:
+            lines.append('%-14s' % stage + ''.join(
+                '%*.3f' % (width, _ms(d.stages[stage])) for d in analysis.devices)
+                + '%10.3f' % _ms(totals[stage]))
+    lines.append('%-14s' % 'busy' + ''.join('%*.3f' % (width, _ms(d.busy))
+                                            for d in analysis.devices)
+                 + '%10.3f' % _ms(sum(d.busy for d in analysis.devices)))
+    return lines
+
+
+def _transfer_lines(analysis):
+    if not analysis.links:
+        return ['transfers: none between devices']
+    count = sum(c for c, _ in analysis.links.values())
+    per_link = '; '.join('%s %d tensors %.3f MB' % (link, c, _mb(b))
+                         for link, (c, b) in sorted(analysis.links.items()))
+    lines = ['transfers: %d tensors, %.3f MB (%s)' % (count, _mb(analysis.transfer_bytes),
+                                                       per_link)]
+    if analysis.overlap_percent is not None:
+        lines.append('  transfer time %.3f ms, %.0f%% hidden behind compute, %.3f ms exposed '
+                     '(%.1f%% of the step)' % (
+                         _ms(analysis.transfer_time), analysis.overlap_percent,
+                         _ms(analysis.exposed_transfer_time),
+                         100.0 * analysis.exposed_transfer_time / analysis.step_time))
+    return lines
+
+
+def _path_lines(analysis):
+    path = analysis.critical_path
+    if not path:
+        return []
+    length = sum(s.busy + s.wait for s in path)
+    lines = ['critical path: %.3f ms (%.0f%% of the step), %d ops' % (
+        _ms(length), 100.0 * length / analysis.step_time, sum(s.num_ops for s in path))]
+    by_stage = collections.Counter()
+    for s in path:
+        waited = ', waited %.3f ms before' % _ms(s.wait) if s.wait >= 1.0 else ''
+        lines.append('  %-14s %-14s %9.3f ms  (%d ops%s)' % (s.device, s.stage, _ms(s.busy),
+                                                             s.num_ops, waited))
+        by_stage[s.stage] += s.busy
+        by_stage['waiting'] += s.wait
+    lines.append('  by stage: ' + ', '.join('%s %.3f' % (stage, _ms(t))
+                                             for stage, t in by_stage.most_common() if t > 0))
+    return lines
+
+
+def _top_lines(analysis):
+    lines = ['top ops by self time',
+             '  %8s %8s  %-14s %-14s %s' % ('self ms', 'op ms', 'device', 'stage', 'op')]
+    for op in analysis.top_ops:
+        lines.append('  %8.3f %8.3f  %-14s %-14s %s (%s)' % (
+            _ms(op.self_time), _ms(op.duration), op.device, op.stage, op.name, op.type))
+    return lines
+
+
+def format_report(analysis, title=None):
+    """The report of a `StepAnalysis` as one string.
+
+    Args:
+      analysis: a `tfhp.profiling.analysis.StepAnalysis`.
+      title: an optional first line (e.g. the trace's path).
+    Returns:
+      The report text.
+    """
+    eta = analysis.overlap_efficiency
+    head = 'step %.3f ms on %d devices, imbalance %.0f%% (busiest device above the mean)' % (
+        _ms(analysis.step_time), len(analysis.devices), 100.0 * analysis.imbalance)
+    sections = [
+        ([title] if title else []) + [head] + _device_table(analysis),
+        _stage_table(analysis),
+        _transfer_lines(analysis) + [
+            'overlap efficiency eta: %s' % ('%.2f' % eta if eta is not None
+                                            else 'n/a (fewer than two busy devices)')],
+        _path_lines(analysis),
+        _top_lines(analysis),
+    ]
+    return '\n\n'.join('\n'.join(s) for s in sections if s)
