@@ -16,8 +16,12 @@ setuptools.setup(
         'cpu': ['tensorflow-cpu>=2.13'],
         'gpu': ['tensorflow[and-cuda]>=2.13'],
         'test': ['pytest>=7'],
+        # scikit-learn ships the 8x8 digits on disk: a small real data set (tfhp.data.digits).
+        'digits': ['scikit-learn'],
     },
     entry_points={'console_scripts': [
         'tfhp=tfhp.cli:run_main',
+        'tfhp-launch=tfhp.launch:run_main',
+        'tfhp-sweep=tfhp.sweep:run_main',
     ]},
 )

@@ -19,6 +19,7 @@ ALLOWED = {
     'tfhp/models/': ('tfhp.models',),
     # Data-set writers share the record format with the pipelines (its one definition).
     'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat'),
+    'tfhp/profiling/': ('tfhp.profiling', 'tfhp.ops', 'tfhp.session'),
 }
 
 

@@ -1,1 +1,50 @@
-"""Input pipelines: each turns a data source into one batch per tower (see `base.Pipeline`)."""
+"""Input pipelines: each turns a data source into one batch per tower (see `base.Pipeline`).
+
+`make_pipeline` is the one place a data configuration is turned into a pipeline: synthetic
+data without a data directory, else the RecordInput pipeline or, with `use_datasets`, the
+tf.data one.
+"""
+from tfhp.pipelines import datasets
+from tfhp.pipelines import example_format
+from tfhp.pipelines import records
+from tfhp.pipelines import synthetic
+
+
+def make_pipeline(data_config, batch_size, image_size, num_classes, data_format='NHWC',
+                  train=True, seed=1234, shift_ratio=None):
+    """Builds the pipeline a `tfhp.config.DataConfig` describes.
+
+    Args:
+      data_config: a `tfhp.config.DataConfig`.
+      batch_size: per-tower batch size.
+      image_size: square image size.
+      num_classes: number of classes (labels of real data must lie below it).
+      data_format: 'NHWC' or 'NCHW'.
+      train: the training subset and augmentation, else the validation subset and crop.
+      seed: seed of the data order and random augmentation.
+      shift_ratio: RecordInput's shift ratio; None takes data_config's.
+    Returns:
+      A `tfhp.pipelines.base.Pipeline`.
+    Raises:
+      tfhp.ops.record_input.InputFilesError: the subset's files cannot feed a reader.
+    """
+    if not data_config.data_dir:
+        return synthetic.SyntheticPipeline(batch_size, image_size, num_classes,
+                                           data_format=data_format, seed=seed)
+    pattern = example_format.shard_pattern(data_config.data_dir,
+                                           'train' if train else 'validation')
+    common = dict(train=train, data_format=data_format, distortions=data_config.distortions,
+                  color=data_config.distort_color, seed=seed,
+                  staged=data_config.staged_input,
+                  skip_corrupt=data_config.skip_corrupt_records)
+    if data_config.use_datasets:
+        return datasets.DatasetPipeline(
+            pattern, batch_size, image_size, num_classes,
+            num_private_threads=data_config.datasets_num_private_threads,
+            prefetch_buffer_size=data_config.datasets_prefetch_buffer_size, **common)
+    return records.RecordsPipeline(
+        pattern, batch_size, image_size, num_classes,
+        parallelism=data_config.record_input_parallelism,
+        buffer_size=data_config.record_input_buffer_size,
+        shift_ratio=(data_config.record_input_shift_ratio if shift_ratio is None else
+                     shift_ratio), **common)

@@ -1,0 +1,84 @@
+"""The runner on real (generated) data: data-set classes, both pipelines, input-only mode,
+corrupt records named or skipped, bad data directories refused before building."""
+import pytest
+
+from tests import testing
+from tests.pipelines import shapes
+from tfhp import benchmark
+from tfhp import config as config_lib
+from tfhp.data import info as info_lib
+
+# lenet at 28x28 with 4 classes: the published 1000-class count with a 4-way last layer.
+LENET_4_CLASS_PARAMS = 2172840 - (512 * 1000 + 1000) + (512 * 4 + 4)
+
+
+@pytest.fixture(name='data_dir', scope='module')
+def _data_dir(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp('shapes'))
+    shapes.make_shapes(directory)
+    return directory
+
+
+def _config(data_dir, **data):
+    fields = dict(data_dir=data_dir, record_input_parallelism=2, record_input_buffer_size=16)
+    fields.update(data)
+    return testing.small_config(model='lenet', image_size=28, num_batches=3, data=fields)
+
+
+@pytest.mark.parametrize('use_datasets', [False, True])
+def test_training_on_a_data_set_uses_its_classes(data_dir, use_datasets):
+    result = benchmark.run(_config(data_dir, use_datasets=use_datasets), log=lambda _: None)
+    assert result['num_params'] == LENET_4_CLASS_PARAMS
+    assert result['global_step'] == 4 and result['final_loss'] > 0
+    assert 'skipped_records' not in result
+
+
+def test_input_only_mode_times_the_pipeline_alone(data_dir):
+    result = benchmark.run(_config(data_dir, input_only=True), log=lambda _: None)
+    assert result['mode'] == 'input_only' and result['num_params'] == 0
+    assert result['num_steps'] == 3 and result['images_per_sec'] > 0
+
+
+def _corrupt_dir(tmp_path):
+    shapes.make_corrupt(str(tmp_path), subset='train')
+    info_lib.write(str(tmp_path), info_lib.DataSetInfo('corrupt', 4, {'train': 11}))
+    return str(tmp_path)
+
+
+def test_a_corrupt_record_is_named_by_file_and_index(tmp_path):
+    cfg = testing.replace(_config(_corrupt_dir(tmp_path)), 'model', batch_size=11)
+    with pytest.raises(config_lib.ConfigError,
+                       match=r'train-00000-of-00001 record 2: not a tf.train.Example'):
+        benchmark.run(cfg, log=lambda _: None)
+
+
+def test_corrupt_records_can_be_skipped_and_counted(tmp_path):
+    # Batches of 11 from a buffer of 11: every batch is one epoch, holding all 3 corrupt records.
+    cfg = _config(_corrupt_dir(tmp_path), skip_corrupt_records=True,
+                  record_input_buffer_size=11, record_input_parallelism=1)
+    cfg = testing.replace(testing.replace(cfg, 'model', batch_size=11), 'run', num_batches=2)
+    result = benchmark.run(cfg, log=lambda _: None)
+    # Preprocessed batches: the second warm-up prefix, 1 warm-up step and 2 timed steps.
+    assert result['skipped_records'] == 4 * 3
+
+
+@pytest.mark.parametrize('files, message', [
+    (None, 'directory .*missing does not exist'),
+    ({}, 'no file matches .*/train-\\*-of-\\*'),
+    ({'train-00000-of-00001': b''}, 'the 1 file.* hold no record'),
+])
+def test_unusable_data_directories_are_refused(tmp_path, files, message):
+    directory = tmp_path / 'missing'
+    if files is not None:
+        directory.mkdir()
+        for name, content in files.items():
+            (directory / name).write_bytes(content)
+    with pytest.raises(config_lib.ConfigError, match='--data_dir: ' + message):
+        benchmark.run(_config(str(directory)), log=lambda _: None)
+
+
+def test_data_flags_without_a_data_directory_are_refused():
+    with pytest.raises(config_lib.ConfigError, match='--use_datasets needs --data_dir'):
+        config_lib.DataConfig(use_datasets=True)
+    with pytest.raises(config_lib.ConfigError, match='--record_input_shift_ratio'):
+        config_lib.DataConfig(record_input_shift_ratio=1.5)

@@ -1,0 +1,13 @@
+"""Data sets in the ImageNet TFRecord format: writing, converters, generators and checks.
+
+  writer.py     shards of Examples written in parallel, plus the data set's info file
+  info.py       DataSetInfo (classes, examples per subset) read from a data directory
+  codec.py      JPEG encoding and decoding for the writers and the checker
+  synthetic.py  a learnable synthetic image data set of any size and image size
+  folder.py     a folder of JPEG/PNG images, one sub-folder per class
+  digits.py     scikit-learn's 8x8 digits, upscaled (the optional extra `tfhp[digits]`)
+  check.py      finds corrupt records and names their file and index
+
+`python -m tfhp.data --help` runs them from the command line. The record layout is defined
+once, in `tfhp.pipelines.example_format`.
+"""

@@ -1,0 +1,83 @@
+"""Finds the records an input pipeline would fail on, naming each one's file and index.
+
+Checks, in the order the pipelines meet them: the TFRecord framing (length and checksums), that
+the record is a `tf.train.Example`, that it has JPEG bytes under `image/encoded` and an integer
+label in [0, num_classes), and that the JPEG decodes. A framing error ends the scan of its file
+(the reader cannot find the next record). The training graph cannot say which file a failing
+record came from; `tfhp.benchmark` runs this scan when a step fails on input.
+"""
+import collections
+
+import tensorflow.compat.v1 as tf
+from google.protobuf import message
+
+from tfhp.data import codec as codec_lib
+from tfhp.pipelines import example_format
+
+Problem = collections.namedtuple('Problem', ['path', 'index', 'reason'])
+
+
+def _example_problem(record, num_classes, codec):
+    """Why `record` would fail, or None."""
+    try:
+        example = tf.train.Example.FromString(record)
+    except message.DecodeError:
+        return 'not a tf.train.Example'
+    feature = example.features.feature
+    encoded = feature[example_format.ENCODED].bytes_list.value
+    labels = feature[example_format.LABEL].int64_list.value
+    if len(encoded) != 1:
+        return 'no %s bytes' % example_format.ENCODED
+    if len(labels) != 1:
+        return 'no %s integer' % example_format.LABEL
+    if not 0 <= labels[0] < num_classes:
+        return 'label %d out of range [0, %d)' % (labels[0], num_classes)
+    if not codec_lib.is_jpeg(encoded[0]):
+        return '%s bytes are not a JPEG image' % example_format.ENCODED
+    try:
+        codec.decode(encoded[0])
+    except codec_lib.ImageDecodeError as e:
+        return 'the JPEG does not decode (%s)' % e
+    return None
+
+
+def scan(files, num_classes, max_problems=None):
+    """Reads every record of `files` and reports the first `max_problems` problems.
+
+    Args:
+      files: TFRecord file names.
+      num_classes: labels must lie in [0, num_classes).
+      max_problems: stop after this many problems (None: read everything).
+    Returns:
+      (records_read, [Problem(path, index, reason)]).
+    """
+    problems, count = [], 0
+    with codec_lib.JpegCodec() as codec:
+        for path in files:
+            index = 0
+            try:
+                for record in tf.io.tf_record_iterator(path):
+                    reason = _example_problem(record, num_classes, codec)
+                    if reason:
+                        problems.append(Problem(path, index, reason))
+                    index += 1
+                    if max_problems is not None and len(problems) >= max_problems:
+                        return count + index, problems
+            except tf.errors.DataLossError as e:
+                problems.append(Problem(path, index, 'corrupt TFRecord framing (%s)'
+                                        % e.message))
+            count += index
+            if max_problems is not None and len(problems) >= max_problems:
+                break
+    return count, problems
+
+
+def first_problem(files, num_classes):
+    """The first Problem in `files`, or None."""
+    _, problems = scan(files, num_classes, max_problems=1)
+    return problems[0] if problems else None
+
+
+def describe(problem):
+    """'<path> record <index>: <reason>'."""
+    return '%s record %d: %s' % problem

@@ -1,0 +1,122 @@
+"""The hand-built input pipeline: RecordInput, per-record preprocessing, parallel_stack, staging.
+
+  A  read       RecordInput takes one global batch of serialized records (input device).
+  S1            a staging area on the input device.
+  B  preprocess the batch is split into records, each parsed, decoded and augmented by its own
+                ops; `parallel_stack` builds each tower's batch as its records finish.
+  S2            one staging area per tower, on the tower's device: its put is the host-to-device
+                copy, which overlaps with the towers' compute on the previous step's data.
+  C             the towers (the step builder) read S2.
+
+With `staged=True` one `session.run` of the train op reads step k+2, preprocesses step k+1 and
+computes step k; the warm-up (two prefixes, see `software_pipeline`) fills S1 and S2 first.
+With `staged=False` A, B and C run one after another on the same batch every step.
+
+Corrupt records (not an Example, bytes that are not a JPEG, a label out of range) fail the step
+by default. With `skip_corrupt=True` each is counted in a local variable of the
+`preprocessing.SKIPPED_RECORDS` collection and its slot in the batch is filled by another valid
+record of the same tower batch, so batches keep their size. A record whose TFRecord framing is
+broken cannot be skipped: RecordInput itself fails (`tfhp.data.check` names the file).
+"""
+import tensorflow.compat.v1 as tf
+
+from tfhp.ops import batching
+from tfhp.ops import record_input
+from tfhp.ops import scopes
+from tfhp.pipelines import base
+from tfhp.pipelines import preprocessing
+from tfhp.pipelines import software_pipeline
+
+
+def fill_invalid(batch, valid):
+    """Replaces the rows of `batch` (a nest) whose `valid` flag is False by valid rows.
+
+    Row i takes the (i mod num_valid)-th valid row; fails if no row is valid.
+    """
+    kept = tf.reshape(tf.where(valid), [-1])
+    num_kept = tf.size(kept)
+    check = tf.debugging.Assert(num_kept > 0, ['every record of a batch was corrupt'])
+    with tf.control_dependencies([check]):
+        rows = tf.gather(kept, tf.range(tf.size(valid)) % num_kept)
+    return tf.nest.map_structure(lambda t: tf.gather(t, rows), batch)
+
+
+class RecordsPipeline(base.Pipeline):
+    """Images and labels from TFRecord files in the ImageNet format.
+
+    Args:
+      file_pattern: glob of the shards, e.g. example_format.shard_pattern(dir, 'train').
+      batch_size: per-tower batch size.
+      image_size: output height and width.
+      num_classes: labels must lie in [0, num_classes).
+      train: training augmentation (True) or the evaluation crop (False).
+      data_format: 'NHWC' or 'NCHW'.
+      dtype: image dtype (float32, float16 or bfloat16).
+      distortions: random crop and flip (training).
+      color: random colour distortion (training).
+      parallelism, buffer_size, shift_ratio, seed: RecordInput settings (`record_input.read`).
+      staged: software-pipeline the stages (True) or run them in sequence.
+      skip_corrupt: skip and count corrupt records instead of failing.
+    Raises:
+      record_input.InputFilesError: the pattern cannot feed a reader (checked at once).
+    """
+
+    def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
+                 data_format='NHWC', dtype=tf.float32, distortions=True, color=False,
+                 parallelism=16, buffer_size=10000, shift_ratio=0.0, seed=301, staged=True,
+                 skip_corrupt=False):
+        self.files = record_input.list_files(file_pattern)
+        self._pattern = file_pattern
+        self._batch_size = batch_size
+        self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
+                                                    distortions, color, data_format, dtype)
+        self._reader = dict(parallelism=parallelism, buffer_size=buffer_size,
+                            shift_ratio=shift_ratio, seed=seed)
+        self._staged = staged
+        self._skip_corrupt = skip_corrupt
+
+    def _preprocess(self, records, num_towers):
+        """Per-record ops, then one parallel_stack per tower; returns [(images, labels)]."""
+        examples, valid = [], []
+        for i, record in enumerate(batching.split(records)):
+            with tf.name_scope('record_%d' % i):
+                if self._skip_corrupt:
+                    example, ok = preprocessing.with_validity(self._example_fn, record)
+                    valid.append(ok)
+                else:
+                    example = self._example_fn(record)
+                examples.append(example)
+        towers = batching.stack_towers(examples, num_towers)
+        if not self._skip_corrupt:
+            return towers
+        counter = preprocessing.skipped_records_counter()
+        valid = tf.reshape(tf.stack(valid), [num_towers, self._batch_size])
+        count = counter.assign_add(tf.reduce_sum(tf.cast(tf.logical_not(valid), tf.int64)))
+        with tf.control_dependencies([count]):
+            return [fill_invalid(batch, valid[t]) for t, batch in enumerate(towers)]
+
+    def chain(self, topology):
+        """Builds the stages for `topology`; returns the `software_pipeline.Chain`, whose
+        `sizes` show what S1 and each tower's S2 hold (e.g. while warming up by hand)."""
+        host = topology.input_device
+
+        def read():
+            with tf.device(host), tf.name_scope(scopes.INPUT):
+                records = record_input.read(self._pattern,
+                                            self._batch_size * topology.num_towers,
+                                            **self._reader)
+            return [software_pipeline.Group(host, records)]
+
+        def preprocess(nests):
+            with tf.device(host), tf.name_scope(scopes.PREPROCESS):
+                towers = self._preprocess(nests[0], topology.num_towers)
+            return [software_pipeline.Group(device, towers[t])
+                    for t, device in enumerate(topology.tower_devices)]
+
+        return software_pipeline.chain([read, preprocess], staged=self._staged, name='records')
+
+    def tower_batches(self, topology):
+        """See base class: two warm-up prefixes when staged, none otherwise."""
+        chain = self.chain(topology)
+        return base.InputBatches(batches=[tuple(b) for b in chain.outputs],
+                                 put_ops=chain.put_ops, warmup_ops=chain.warmup_ops)
