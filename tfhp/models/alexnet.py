@@ -12,12 +12,8 @@ from tfhp.models import common
 def build(builder, images, num_classes):
     """Returns AlexNet logits; `images` must be 224x224 (the fc layers fix the size).
 
-    Args:
-      builder: the LayerBuilder.
-      images: 4-D images in the builder's data format.
-      num_classes: number of classes.
-    Returns:
-      Logits of shape [batch, num_classes].
+
+    The model interface (arguments, logits shape) is documented in registry.py.
     """
     x = builder.conv(images, 64, 11, strides=4, padding=2)
     x = builder.max_pool(x, 3, 2)

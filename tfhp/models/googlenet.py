@@ -47,12 +47,8 @@ def inception_module(builder, x, filters):
 def build(builder, images, num_classes):
     """Returns GoogLeNet logits (224x224 by default; any size of at least 32 builds).
 
-    Args:
-      builder: the LayerBuilder.
-      images: 4-D images in the builder's data format.
-      num_classes: number of classes.
-    Returns:
-      Logits of shape [batch, num_classes].
+
+    The model interface (arguments, logits shape) is documented in registry.py.
     """
     x = builder.conv(images, 64, 7, strides=2)
     x = builder.max_pool(x, 3, 2, 'SAME')

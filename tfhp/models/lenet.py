@@ -9,12 +9,8 @@ from tfhp.models import common
 def build(builder, images, num_classes):
     """Returns LeNet logits for `images` (any square size divisible by 4; 28 by default).
 
-    Args:
-      builder: the LayerBuilder.
-      images: 4-D images in the builder's data format.
-      num_classes: number of classes.
-    Returns:
-      Logits of shape [batch, num_classes].
+
+    The model interface (arguments, logits shape) is documented in registry.py.
     """
     x = builder.conv(images, 32, 5)
     x = builder.max_pool(x, 2)

@@ -6,12 +6,8 @@ from tfhp.models import common
 def build(builder, images, num_classes):
     """Returns OverFeat-fast logits; `images` must be 231x231 (the fc layers fix the size).
 
-    Args:
-      builder: the LayerBuilder.
-      images: 4-D images in the builder's data format.
-      num_classes: number of classes.
-    Returns:
-      Logits of shape [batch, num_classes].
+
+    The model interface (arguments, logits shape) is documented in registry.py.
     """
     x = builder.conv(images, 96, 11, strides=4, padding='VALID')  # 231 -> 56
     x = builder.max_pool(x, 2)
