@@ -28,15 +28,19 @@ from tfhp.config import ReplicationConfig
 from tfhp.models import sliced_mlp
 from tfhp.pipelines import constant
 
-flags.DEFINE_integer('num_devices', 2, 'Devices (virtual CPU devices on a CPU).')
-flags.DEFINE_enum('device', 'cpu', ['cpu', 'gpu'], 'Device kind.')
-flags.DEFINE_integer('width', 2048, 'Units of each hidden layer.')
-flags.DEFINE_integer('depth', 3, 'Hidden layers.')
-flags.DEFINE_integer('batch_size', 64, 'Global batch size.')
-flags.DEFINE_integer('input_size', 1024, 'Input features.')
-flags.DEFINE_integer('num_steps', 20, 'Timed steps per mode.')
-flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 FLAGS = flags.FLAGS
+
+
+def _define_flags():
+    # Defined only when run as a script, so tests can import train() beside tfhp.cli's flags.
+    flags.DEFINE_integer('num_devices', 2, 'Devices (virtual CPU devices on a CPU).')
+    flags.DEFINE_enum('device', 'cpu', ['cpu', 'gpu'], 'Device kind.')
+    flags.DEFINE_integer('width', 2048, 'Units of each hidden layer.')
+    flags.DEFINE_integer('depth', 3, 'Hidden layers.')
+    flags.DEFINE_integer('batch_size', 64, 'Global batch size.')
+    flags.DEFINE_integer('input_size', 1024, 'Input features.')
+    flags.DEFINE_integer('num_steps', 20, 'Timed steps per mode.')
+    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 
 
 def train(mode, num_devices, device_kind, width, depth, batch, input_size, num_steps):
@@ -95,4 +99,5 @@ def main(_):
 
 
 if __name__ == '__main__':
+    _define_flags()
     app.run(main)

@@ -6,6 +6,8 @@ Glossary (each name means one thing everywhere in the code):
   ps           a parameter-server task; `num_ps`.
   replica      a worker taking part in one synchronous step.
   chief        task 0 of the worker job: it initialises, checkpoints and summarises.
+  spare        a replica beyond replicas_to_aggregate: the late gradient of a step is dropped.
+  local step   the global step at which a replica read the variables its gradient comes from.
   global batch batch_size (per tower) * num_towers * num_workers.
   stage        one part of a step (input, staging, forward, backward, aggregate, apply); the
                names live in `tfhp.ops.scopes` so that traces can be read back by stage.

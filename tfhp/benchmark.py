@@ -33,6 +33,7 @@ from tfhp.pipelines import input_only
 from tfhp.pipelines import preprocessing
 from tfhp.profiling import capture
 from tfhp.profiling import summaries
+from tfhp.replication import staleness
 
 # ImageNet's training-set size: synthetic data stands in for it, so epochs in learning-rate
 # schedules mean the same as on real ImageNet.
@@ -147,7 +148,8 @@ def build(cfg, topology=None, finalize=True):
     with graph.as_default():
         tf.set_random_seed(cfg.run.tf_random_seed)
         pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes)
-        manager = replication.make_variable_manager(cfg.replication, topology, cfg.cluster)
+        manager = replication.make_variable_manager(cfg.replication, topology, cfg.cluster,
+                                                    cfg.staleness)
         model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
                                        cfg.model.fuse_batchnorm, is_training=not cfg.run.eval)
         summary_op = replica_train_ops = None
@@ -184,7 +186,8 @@ def build(cfg, topology=None, finalize=True):
                                                               'learning_rate': rate})
         num_params = tower.count_params(manager.trainable_variables(0))
         saver = (None if cfg.data.input_only else
-                 tf.train.Saver(manager.savable_variables(), max_to_keep=3))
+                 tf.train.Saver(manager.savable_variables(),
+                                max_to_keep=cfg.run.max_ckpts_to_keep))
         init = tf.group(tf.global_variables_initializer(), tf.local_variables_initializer())
         skipped_records = preprocessing.skipped_records()
     if finalize:
@@ -251,10 +254,19 @@ def _run_local(cfg, log, topology, target):
         elif cfg.run.eval:
             times, extra = _run_eval(sess, ops, cfg.run, log)
         elif built.replica_train_ops:
-            times, extra = _run_async(sess, built, cfg.run, saver, log)
+            times, extra = _run_async(sess, built, cfg.run, saver, log,
+                                      cfg.staleness.async_warmup_steps)
         else:
             times, extra = _run_train(sess, ops, cfg, images_per_step, saver, log,
                                       built.summary_op)
+        # Counts the manager keeps (gradient staleness); its tensors exist already.
+        counters = getattr(built.manager, 'counters', dict)()
+        if counters:
+            extra.update({name: int(v) for name, v in sess.run(counters).items()})
+            extra.update(staleness.summary(extra))
+            log('gradient staleness: mean %.2f, max %d over %d updates; %d dropped' % tuple(
+                extra[k] for k in ('staleness_mean', 'staleness_max', 'staleness_count',
+                                   'stale_gradients_dropped')))
         if built.skipped_records is not None:
             extra['skipped_records'] = int(sess.run(built.skipped_records))
             log('Skipped corrupt records: %d' % extra['skipped_records'])
@@ -315,7 +327,7 @@ def _run_train(sess, ops, cfg, images_per_step, saver, log, summary_op):
 
     # Checkpoints between chunks of steps, so their writing is not charged to any step.
     chunk = run_cfg.save_model_steps or run_cfg.num_batches
-    parts, done = [], 0
+    parts, done, saved = [], 0, []
     while done < run_cfg.num_batches:
         count = min(chunk, run_cfg.num_batches - done)
         parts.append(session_lib.run_steps(
@@ -323,11 +335,12 @@ def _run_train(sess, ops, cfg, images_per_step, saver, log, summary_op):
             trace_step=profile.trace_step if on_trace else None, on_trace=on_trace))
         done += count
         if run_cfg.train_dir:
-            log('Saved %s' % session_lib.save(sess, saver, run_cfg.train_dir, ops.global_step))
+            saved.append(_save(sess, saver, run_cfg.train_dir, ops.global_step, parts, log))
     if writer is not None:
         writer.close()
     final = sess.run(fetches)
-    extra = {'final_loss': float(final['loss']), 'global_step': int(sess.run(ops.global_step))}
+    extra = {'final_loss': float(final['loss']), 'global_step': int(sess.run(ops.global_step)),
+             'checkpoints': saved}
     if run_cfg.print_training_accuracy:
         extra.update(train_top1=float(final['top1']), train_top5=float(final['top5']))
     return timing.StepTimes.concat(parts), extra
@@ -342,23 +355,40 @@ def _run_input_only(sess, ops, run_cfg):
                                  ops.images_per_step), {}
 
 
-def _run_async(sess, built, run_cfg, saver, log):
-    """In-graph asynchronous training: every replica steps in its own thread."""
+def _save(sess, saver, train_dir, global_step, parts, log):
+    """Writes a checkpoint; returns [its global step, timed seconds of the `parts` so far]."""
+    log('Saved %s' % session_lib.save(sess, saver, train_dir, global_step))
+    return [int(sess.run(global_step)), sum(p.wall_time for p in parts)]
+
+
+def _run_async(sess, built, run_cfg, saver, log, solo_steps):
+    """In-graph asynchronous training: every replica steps in its own thread, after replica 0
+    trained alone for `solo_steps` timed steps (--async_warmup_steps). Checkpoints are
+    written between chunks of --save_model_steps steps per replica."""
     ops = built.ops
     session_lib.warm_up(sess, ops.warmup_ops)
-    times, per_replica = async_runner.run_replicas(
-        sess, built.replica_train_ops, run_cfg.num_batches, built.batch_size,
-        num_warmup=run_cfg.num_warmup_batches)
+    parts = [async_runner.run_replicas(sess, built.replica_train_ops[:1], solo_steps,
+                                       built.batch_size)[0]] if solo_steps else []
+    chunk = run_cfg.save_model_steps or run_cfg.num_batches
+    chunks, saved, done = [], [], 0
+    while done < run_cfg.num_batches:
+        count = min(chunk, run_cfg.num_batches - done)
+        chunks.append(async_runner.run_replicas(
+            sess, built.replica_train_ops, count, built.batch_size,
+            num_warmup=0 if done else run_cfg.num_warmup_batches))
+        parts.append(chunks[-1][0])
+        done += count
+        if run_cfg.train_dir:
+            saved.append(_save(sess, saver, run_cfg.train_dir, ops.global_step, parts, log))
+    per_replica = [timing.StepTimes.concat(r) for r in zip(*[c[1] for c in chunks])]
     for t, replica in enumerate(per_replica):
         log('replica %d: %d steps  images/sec: %.1f' % (t, replica.num_steps,
                                                         replica.images_per_sec))
-    if run_cfg.train_dir:
-        log('Saved %s' % session_lib.save(sess, saver, run_cfg.train_dir, ops.global_step))
     extra = {'final_loss': float(sess.run(ops.loss)),
-             'global_step': int(sess.run(ops.global_step)),
+             'global_step': int(sess.run(ops.global_step)), 'checkpoints': saved,
              'replica_steps': [r.num_steps for r in per_replica],
              'replica_images_per_sec': [r.images_per_sec for r in per_replica]}
-    return times, extra
+    return timing.StepTimes.concat(parts), extra
 
 
 def _run_eval(sess, ops, run_cfg, log):

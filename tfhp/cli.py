@@ -78,6 +78,7 @@ flags.DEFINE_integer('save_model_steps', None, 'Also checkpoint every this many 
 flags.DEFINE_boolean('eval', False, 'Evaluate the checkpoint in --train_dir (top-1/top-5).')
 flags.DEFINE_boolean('print_training_accuracy', False, 'Print training top-1/top-5.')
 flags.DEFINE_string('result_file', None, 'Append one JSON line per run to this file.')
+flags.DEFINE_integer('max_ckpts_to_keep', 3, 'Checkpoints kept in --train_dir; 0 keeps all.')
 # Profiling (tfhp.profiling): one traced step, TensorBoard summaries.
 flags.DEFINE_string('trace_file', None, 'Write a Chrome trace of one training step here (and '
                     'its RunMetadata, for `python -m tfhp.trace`, beside it).')
@@ -133,6 +134,16 @@ flags.DEFINE_boolean('staged_input', True, 'Software-pipeline input and compute 
 flags.DEFINE_boolean('skip_corrupt_records', False, 'Skip and count records that do not parse '
                      'or decode instead of failing.')
 flags.DEFINE_boolean('input_only', False, 'Time the input pipeline alone, without a model.')
+# Gradient staleness (tfhp.replication.staleness): always measured in asynchronous training;
+# the remedies apply to it (--cross_replica_sync=false).
+flags.DEFINE_boolean('measure_staleness', False, 'Also measure gradient staleness in '
+                     'synchronous in-graph runs (where it must be 0).')
+flags.DEFINE_integer('max_gradient_staleness', None, 'Asynchronous: drop gradients older than '
+                     'this many updates.')
+flags.DEFINE_boolean('scale_stale_gradients', False, 'Asynchronous: scale each gradient by '
+                     '1/staleness.')
+flags.DEFINE_integer('async_warmup_steps', 0, 'Asynchronous: the first replica trains alone '
+                     'for this many global steps before the others join.')
 
 
 def _cluster_config(values, tf_config):
@@ -197,7 +208,7 @@ def config_from_flags(values, tf_config=''):
             display_every=values.display_every, tf_random_seed=values.tf_random_seed,
             train_dir=values.train_dir, save_model_steps=values.save_model_steps,
             eval=values.eval, print_training_accuracy=values.print_training_accuracy,
-            result_file=values.result_file),
+            result_file=values.result_file, max_ckpts_to_keep=values.max_ckpts_to_keep),
         profile=config_lib.ProfileConfig(
             trace_file=values.trace_file, trace_step=values.trace_step,
             trace_memory=values.trace_memory, summary_verbosity=values.summary_verbosity,
@@ -213,7 +224,12 @@ def config_from_flags(values, tf_config=''):
             record_input_shift_ratio=values.record_input_shift_ratio,
             distortions=values.distortions, distort_color=values.distort_color,
             staged_input=values.staged_input,
-            skip_corrupt_records=values.skip_corrupt_records, input_only=values.input_only))
+            skip_corrupt_records=values.skip_corrupt_records, input_only=values.input_only),
+        staleness=config_lib.StalenessConfig(
+            measure_staleness=values.measure_staleness,
+            max_gradient_staleness=values.max_gradient_staleness,
+            scale_stale_gradients=values.scale_stale_gradients,
+            async_warmup_steps=values.async_warmup_steps))
 
 
 def main(argv):

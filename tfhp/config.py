@@ -245,6 +245,8 @@ class RunConfig:
       eval: evaluate the checkpoint in train_dir (top-1/top-5) instead of training.
       print_training_accuracy: compute and print top-1/top-5 of training batches.
       result_file: append one JSON line per run here.
+      max_ckpts_to_keep: checkpoints kept in train_dir, oldest deleted first; 0 keeps every one
+        (experiments evaluate each of them afterwards).
     """
     num_batches: int = 100
     num_warmup_batches: int = 10
@@ -255,8 +257,11 @@ class RunConfig:
     eval: bool = False
     print_training_accuracy: bool = False
     result_file: Optional[str] = None
+    max_ckpts_to_keep: int = 3
 
     def __post_init__(self):
+        _require(self.max_ckpts_to_keep >= 0, '--max_ckpts_to_keep must be >= 0, got %s',
+                 self.max_ckpts_to_keep)
         _require(self.num_batches >= 1, '--num_batches must be >= 1, got %s', self.num_batches)
         _require(self.num_warmup_batches >= 0, '--num_warmup_batches must be >= 0, got %s',
                  self.num_warmup_batches)
@@ -545,6 +550,64 @@ class DataConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class StalenessConfig:
+    """Gradient staleness of asynchronous updates: measuring it, and remedies for it.
+
+    Staleness is the number of updates applied between a replica's read of the weights and
+    the apply of its gradient (`tfhp.replication.staleness`). Asynchronous parameter-server
+    training always measures it; the remedies apply to asynchronous training only.
+
+    Attributes:
+      measure_staleness: also measure it in synchronous in-graph runs (where it must be 0).
+      max_gradient_staleness: drop (zero) gradients older than this many updates; None keeps
+        every gradient.
+      scale_stale_gradients: scale each gradient by 1/staleness (staleness 0 and 1 unscaled).
+      async_warmup_steps: the first replica trains alone for this many global steps before
+        the others join (in-graph: extra timed steps of tower 0's replica; between graphs: the
+        chief's first steps, while the other workers wait).
+    """
+    measure_staleness: bool = False
+    max_gradient_staleness: Optional[int] = None
+    scale_stale_gradients: bool = False
+    async_warmup_steps: int = 0
+
+    def __post_init__(self):
+        _require(self.max_gradient_staleness is None or self.max_gradient_staleness >= 0,
+                 '--max_gradient_staleness must be >= 0, got %s', self.max_gradient_staleness)
+        _require(self.async_warmup_steps >= 0, '--async_warmup_steps must be >= 0, got %s',
+                 self.async_warmup_steps)
+
+    @property
+    def remedies(self):
+        """The flags of the remedies in use (empty when none is)."""
+        return [flag for flag, value in (
+            ('--max_gradient_staleness', self.max_gradient_staleness is not None),
+            ('--scale_stale_gradients', self.scale_stale_gradients),
+            ('--async_warmup_steps', self.async_warmup_steps)) if value]
+
+
+def _check_staleness(cfg):
+    """Staleness settings that depend on the cluster and replication sections."""
+    remedies = cfg.staleness.remedies
+    _require(not remedies or not cfg.cluster.cross_replica_sync,
+             '%s apply to asynchronous training: add --cross_replica_sync=false',
+             ', '.join(remedies))
+    _require(not remedies or cfg.replication.variable_update == 'parameter_server',
+             '%s need --variable_update=parameter_server, got %r', ', '.join(remedies),
+             cfg.replication.variable_update)
+    chief_steps = cfg.run.num_warmup_batches + cfg.run.num_batches
+    _require(not (cfg.cluster.enabled and cfg.cluster.graph_mode == 'between_graph' and
+                  cfg.staleness.async_warmup_steps > chief_steps),
+             '--async_warmup_steps=%d: the chief takes only %d steps (--num_warmup_batches + '
+             '--num_batches), so the other workers would never join',
+             cfg.staleness.async_warmup_steps, chief_steps)
+    _require(not (cfg.staleness.measure_staleness and cfg.cluster.enabled and
+                  cfg.cluster.graph_mode == 'between_graph'),
+             '--measure_staleness applies in-graph: between-graph synchronous steps drop late '
+             'gradients (counted in dropped_gradients), and asynchronous jobs always measure it')
+
+
+@dataclasses.dataclass(frozen=True)
 class BenchmarkConfig:
     """Everything one benchmark run needs; built once from flags."""
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
@@ -555,6 +618,7 @@ class BenchmarkConfig:
     cluster: ClusterConfig = dataclasses.field(default_factory=ClusterConfig)
     profile: ProfileConfig = dataclasses.field(default_factory=ProfileConfig)
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    staleness: StalenessConfig = dataclasses.field(default_factory=StalenessConfig)
 
     def __post_init__(self):
         # Profiling settings that depend on other sections.
@@ -570,6 +634,7 @@ class BenchmarkConfig:
                  '--train_dir and does not apply with --eval')
         _check_in_graph_replication(self)
         _check_cluster(self)
+        _check_staleness(self)
         _require(not (self.data.input_only and (run.eval or run.train_dir or
                                                 self.cluster.job_name)),
                  '--input_only times this process\'s input pipeline alone; it does not apply '

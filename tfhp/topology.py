@@ -98,11 +98,6 @@ class Topology:
                    is_chief=True, graph_mode='in_graph', job_name=job_name,
                    task_index=task_index, num_workers=num_workers, cluster=_freeze(cluster))
 
-    def worker_towers(self, worker):
-        """Indices into tower_devices of the towers on worker task `worker`."""
-        prefix = '/job:worker/task:%d/' % worker
-        return [t for t, d in enumerate(self.tower_devices) if d.startswith(prefix)]
-
 
 def _freeze(cluster):
     return tuple(sorted((job, tuple(hosts)) for job, hosts in cluster.items()))

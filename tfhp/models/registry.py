@@ -1,7 +1,8 @@
 """Maps model names to their builders and their defaults (image size, batch size, learning rate).
 
-A model module exposes `build(builder, images, num_classes) -> logits`, with `images` in the
-builder's data format. The defaults are those of the reference CNN benchmarks, so a command line
+A model module exposes `build(builder, images, num_classes) -> logits`: `builder` is the
+`layers.LayerBuilder` (its data format, training mode and batch-norm kind), `images` a 4-D batch
+in the builder's data format, and the logits have shape [batch, num_classes]. The defaults are those of the reference CNN benchmarks, so a command line
 that names only `--model` gets the usual setting.
 """
 import collections
@@ -11,6 +12,7 @@ from tfhp.models import alexnet
 from tfhp.models import googlenet
 from tfhp.models import inception
 from tfhp.models import lenet
+from tfhp.models import null
 from tfhp.models import overfeat
 from tfhp.models import resnet
 from tfhp.models import trivial
@@ -55,6 +57,10 @@ register('googlenet', googlenet.build, 224, 32, 0.005)
 register('inception3', inception.build, 299, 32, 0.005)
 for _depth in (11, 16, 19):
     register('vgg%d' % _depth, functools.partial(vgg.build, depth=_depth), 224, 64, 0.005)
+# Parameter-traffic probes for distributed runs (tfhp.models.null); tiny images, no compute.
+register('null_scalar', null.scalar, 8, 1, 0.005)
+register('null_dense', null.dense, 8, 1, 0.005)
+register('null_sparse', null.sparse, 8, 1, 0.005)
 
 
 def _resnet_learning_rate(batch_size):

@@ -11,20 +11,48 @@ from tfhp.replication import independent
 from tfhp.replication import parameter_server
 from tfhp.replication import partitioning
 from tfhp.replication import replicated
+from tfhp.replication import staleness
 from tfhp.replication import sync_replicas
 
 
-def make_variable_manager(replication_config, topology, cluster_config=None):
+def make_variable_manager(replication_config, topology, cluster_config=None,
+                          staleness_config=None):
     """Builds the VariableManager a ReplicationConfig names, for a Topology.
+
+    Asynchronous parameter-server training (cluster_config.cross_replica_sync false) gets the
+    manager wrapped in `staleness.Staleness`, which measures gradient staleness and applies
+    staleness_config's remedies; so does any in-graph run with measure_staleness.
 
     Args:
       replication_config: a `tfhp.config.ReplicationConfig`.
       topology: a `tfhp.topology.Topology`.
       cluster_config: a `tfhp.config.ClusterConfig`; needed when the topology is one worker's
-        of a between-graph job.
+        of a between-graph job, and for asynchronous training.
+      staleness_config: a `tfhp.config.StalenessConfig`, or None (measure only).
     Returns:
       A `tfhp.replication.base.VariableManager`.
     """
+    manager = _make_manager(replication_config, topology, cluster_config)
+    asynchronous = (cluster_config is not None and not cluster_config.cross_replica_sync and
+                    replication_config.variable_update == 'parameter_server')
+    measure = (staleness_config is not None and staleness_config.measure_staleness and
+               topology.graph_mode != 'between_graph')
+    if not (asynchronous or measure):
+        return manager
+    remedies = {}
+    if staleness_config is not None:
+        remedies = dict(max_staleness=staleness_config.max_gradient_staleness,
+                        scale_by_staleness=staleness_config.scale_stale_gradients)
+        # In-graph, the runner starts the other replicas late; between graphs, they wait.
+        if topology.graph_mode == 'between_graph' and not topology.is_chief:
+            remedies['join_after_step'] = staleness_config.async_warmup_steps
+    return staleness.Staleness(
+        manager, topology.input_device,
+        join_timeout_s=cluster_config.step_timeout_s if cluster_config else 600.0, **remedies)
+
+
+def _make_manager(replication_config, topology, cluster_config):
+    """The manager of replication_config's strategy (see make_variable_manager)."""
     strategy = replication_config.variable_update
     if topology.graph_mode == 'between_graph':
         return _between_graph_manager(strategy, topology, cluster_config)
@@ -61,7 +89,7 @@ def _between_graph_manager(strategy, topology, cluster):
     if strategy == 'parameter_server':
         placement = parameter_server.ParameterServer(topology.tower_devices,
                                                      topology.variable_devices)
-        if cluster.partition_min_bytes:
+        if cluster.partition_min_bytes and len(topology.variable_devices) > 1:
             placement = partitioning.Partitioned(placement, len(topology.variable_devices),
                                                  cluster.partition_min_bytes)
         if sync:

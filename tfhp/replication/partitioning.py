@@ -13,16 +13,17 @@ import tensorflow.compat.v1 as tf
 from tfhp.replication import base
 
 
-def min_bytes_partitioner(num_shards, min_bytes):
-    """A partitioner splitting variables of >= min_bytes into num_shards slices along axis 0."""
-    fixed = tf.fixed_size_partitioner(num_shards)
+def split_large_variables(num_shards, min_bytes):
+    """A custom getter giving variables of >= min_bytes a fixed-size partitioner (num_shards
+    slices along axis 0); smaller variables are created whole, under their own names."""
+    partitioner = tf.fixed_size_partitioner(num_shards)
 
-    def partitioner(shape, dtype):
-        size = shape.num_elements() * tf.as_dtype(dtype).size
-        if shape.ndims and size >= min_bytes:
-            return fixed(shape, dtype)
-        return [1] * max(shape.ndims or 0, 1)
-    return partitioner
+    def getter(getter, name, shape=None, dtype=tf.float32, **kwargs):
+        shape = tf.TensorShape(shape)
+        if shape.ndims and shape.num_elements() * tf.as_dtype(dtype).size >= min_bytes:
+            kwargs['partitioner'] = partitioner
+        return getter(name, shape=shape, dtype=dtype, **kwargs)
+    return getter
 
 
 class Partitioned(base.VariableManager):
@@ -36,12 +37,12 @@ class Partitioned(base.VariableManager):
 
     def __init__(self, placement, num_shards, min_bytes):
         self._placement = placement
-        self._partitioner = min_bytes_partitioner(num_shards, min_bytes)
+        self._getter = split_large_variables(num_shards, min_bytes)
 
     @contextlib.contextmanager
     def tower_scope(self, tower):
         with self._placement.tower_scope(tower), tf.variable_scope(
-                tf.get_variable_scope(), partitioner=self._partitioner):
+                tf.get_variable_scope(), custom_getter=self._getter):
             yield
 
     def trainable_variables(self, tower):

@@ -71,10 +71,12 @@ class _SyncHook(tf.train.SessionRunHook):
 
 
 def _accumulator(grad, var):
+    """The accumulator of `var`, on var's ps task, shared by every worker by name."""
     name = var.op.name + '/grad_accum'
-    if isinstance(grad, tf.IndexedSlices):
-        return tf.SparseConditionalAccumulator(grad.dtype, shape=(), shared_name=name)
-    return tf.ConditionalAccumulator(grad.dtype, shape=var.shape, shared_name=name)
+    with tf.device(var.device):
+        if isinstance(grad, tf.IndexedSlices):
+            return tf.SparseConditionalAccumulator(grad.dtype, shape=(), shared_name=name)
+        return tf.ConditionalAccumulator(grad.dtype, shape=var.shape, shared_name=name)
 
 
 def _apply(accumulator, grad, local_step):
@@ -126,7 +128,10 @@ class SyncReplicas(base.VariableManager):
         return self._placement.savable_variables()
 
     def counters(self):
-        """{name: tensor} of this worker's counts, read for the run's result."""
+        """{name: tensor} of this worker's counts, read for the run's result.
+
+        Call after `apply_gradients` (which builds the counters).
+        """
         return {'dropped_gradients': self._dropped.read_value()}
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):

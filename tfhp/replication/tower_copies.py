@@ -37,9 +37,9 @@ class TowerCopies:
     @contextlib.contextmanager
     def tower_scope(self, tower):
         """Device and variable scope of tower `tower` (see base.VariableManager)."""
-        def getter(get_variable, name, *args, **kwargs):
+        def getter(getter, name, *args, **kwargs):
             with tf.device(self._master_device_fn):
-                master = get_variable(name, *args, **kwargs)
+                master = getter(name, *args, **kwargs)
             trainable = kwargs.get('trainable') is not False
             if name not in self._masters:
                 self._masters[name] = master
@@ -50,7 +50,7 @@ class TowerCopies:
             if name not in self._copies[tower]:
                 kwargs.update(initializer=tf.zeros_initializer(), trainable=False,
                               collections=[tf.GraphKeys.LOCAL_VARIABLES])
-                copy = get_variable('%s/tower_%d/%s' % (COPIES_SCOPE, tower, name), *args,
+                copy = getter('%s/tower_%d/%s' % (COPIES_SCOPE, tower, name), *args,
                                     **kwargs)
                 self._copies[tower][name] = copy
                 self._master_of[copy.op.name] = master

@@ -1,0 +1,100 @@
+"""Cluster settings: flags and TF_CONFIG to ClusterConfig, and every refusal naming its flag."""
+import json
+
+import pytest
+
+from tfhp import cli
+from tfhp import config as config_lib
+from tfhp.cluster import tf_config
+
+HOSTS = {'ps_hosts': ('127.0.0.1:2000',), 'worker_hosts': ('127.0.0.1:2001', '127.0.0.1:2002')}
+
+
+def _cluster(**fields):
+    return config_lib.ClusterConfig(**dict(HOSTS, **fields))
+
+
+@pytest.mark.parametrize('fields, message', [
+    ({'job_name': 'worker', 'task_index': 2}, "--task_index=2 is outside job 'worker'"),
+    ({'job_name': 'ps', 'task_index': -1}, "--task_index=-1 is outside job 'ps'"),
+    ({'job_name': 'worker', 'worker_hosts': ('127.0.0.1:99999',)}, "'127.0.0.1:99999' is not"),
+    ({'job_name': 'worker', 'ps_hosts': ('no-port',)}, "--ps_hosts: 'no-port' is not"),
+    ({'job_name': 'worker', 'ps_hosts': ('127.0.0.1:2001',)}, 'more than one task'),
+    ({'job_name': 'chief'}, '--job_name must be one of'),
+    ({'job_name': 'worker', 'replicas_to_aggregate': 3}, '--replicas_to_aggregate=3'),
+    ({'job_name': 'worker', 'total_num_replicas': 4}, '--total_num_replicas=4'),
+    ({'job_name': 'worker', 'straggler_workers': (5,)}, '--straggler_workers [5]'),
+    ({'job_name': 'worker', 'controller_host': '127.0.0.1:2003'}, '--graph_mode=in_graph'),
+    ({'job_name': ''}, 'need --job_name'),
+])
+def test_bad_cluster_is_refused_naming_the_flag(fields, message):
+    with pytest.raises(config_lib.ConfigError, match=message.replace('[', r'\[')):
+        _cluster(**fields)
+
+
+def test_cluster_jobs_and_hosts():
+    cfg = _cluster(job_name='worker', task_index=1)
+    assert cfg.enabled and cfg.num_workers == 2
+    assert cfg.jobs() == {'ps': ['127.0.0.1:2000'],
+                          'worker': ['127.0.0.1:2001', '127.0.0.1:2002']}
+    assert not config_lib.ClusterConfig().enabled
+
+
+COLLECTIVE = config_lib.ReplicationConfig(variable_update='collective_all_reduce')
+REPLICATED = config_lib.ReplicationConfig(variable_update='distributed_replicated')
+
+
+@pytest.mark.parametrize('sections, message', [
+    ({'replication': COLLECTIVE}, 'needs a cluster'),
+    ({'cluster': _cluster(job_name='worker', cross_replica_sync=False),
+      'replication': COLLECTIVE}, 'is synchronous'),
+    ({'cluster': _cluster(job_name='worker', ps_hosts=())}, 'needs --ps_hosts'),
+    ({'cluster': _cluster(job_name='worker', save_model_secs=5.0)}, 'needs --train_dir'),
+    ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'),
+      'replication': REPLICATED}, 'builds a graph per worker'),
+])
+def test_cross_section_refusals(sections, message):
+    with pytest.raises(config_lib.ConfigError, match=message):
+        config_lib.BenchmarkConfig(**sections)
+
+
+def test_tf_config_chief_becomes_worker_0():
+    text = json.dumps({'cluster': {'chief': ['h:1'], 'worker': ['h:2', 'h:3'], 'ps': ['h:4']},
+                       'task': {'type': 'worker', 'index': 1}})
+    assert tf_config.cluster_fields(text) == {
+        'job_name': 'worker', 'task_index': 2, 'ps_hosts': ('h:4',),
+        'worker_hosts': ('h:1', 'h:2', 'h:3'), 'controller_host': ''}
+    chief = tf_config.cluster_fields(text.replace('"worker", "index": 1', '"chief", "index": 0'))
+    assert (chief['job_name'], chief['task_index']) == ('worker', 0)
+
+
+@pytest.mark.parametrize('text, message', [
+    ('{not json', 'not valid JSON'),
+    ('{"task": {}}', 'needs a "cluster" object'),
+    ('{"cluster": {"evaluator": ["h:1"]}, "task": {"type": "evaluator"}}', 'unsupported job'),
+    ('{"cluster": {"worker": "h:1"}, "task": {"type": "worker"}}', 'must be a list'),
+])
+def test_bad_tf_config_is_refused(text, message):
+    with pytest.raises(config_lib.ConfigError, match='TF_CONFIG: .*' + message):
+        tf_config.cluster_fields(text)
+
+
+def test_flags_and_tf_config_map_to_the_config():
+    cli.FLAGS.unparse_flags()
+    cli.FLAGS(['tfhp', '--job_name=worker', '--task_index=1', '--ps_hosts=127.0.0.1:2000',
+               '--worker_hosts=127.0.0.1:2001,127.0.0.1:2002', '--replicas_to_aggregate=1',
+               '--straggler_workers=0,1', '--straggler_delay_ms=50'])
+    try:
+        cluster = cli.config_from_flags(cli.FLAGS).cluster
+        assert cluster == _cluster(job_name='worker', task_index=1, replicas_to_aggregate=1,
+                                   straggler_workers=(0, 1), straggler_delay_ms=50.0)
+        cli.FLAGS.unparse_flags()
+        cli.FLAGS(['tfhp'])
+        text = json.dumps({'cluster': {'worker': list(HOSTS['worker_hosts']),
+                                       'ps': list(HOSTS['ps_hosts'])},
+                           'task': {'type': 'ps', 'index': 0}})
+        cluster = cli.config_from_flags(cli.FLAGS, tf_config=text).cluster
+        assert (cluster.job_name, cluster.task_index, cluster.worker_hosts) == (
+            'ps', 0, HOSTS['worker_hosts'])
+    finally:
+        cli.FLAGS.unparse_flags()

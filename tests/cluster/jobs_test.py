@@ -1,0 +1,208 @@
+"""Whole jobs: real processes on loopback ports, started by the launcher, every one bounded.
+
+Each job runs the trivial model at 8x8 with 10 classes, so a step costs milliseconds and a job
+is mostly TensorFlow's import in each process. Timing assertions are ratios within a test.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tfhp import distributed
+from tfhp import launch
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SMALL = ['--model=trivial', '--image_size=8', '--batch_size=2', '--num_classes=10',
+         '--num_warmup_batches=2', '--display_every=1000', '--weight_decay=0']
+JOB_TIMEOUT_S = 240
+
+
+def _end(proc):
+    """Ends a process group started with start_new_session, if it is still running."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _launch(tmp_path, num_ps, num_workers, *tfhp_args, launcher_args=()):
+    """Runs a job through `python -m tfhp.launch`; returns (exit status, summary, output)."""
+    result = tmp_path / ('job_%d.jsonl' % time.monotonic_ns())
+    argv = [sys.executable, '-m', 'tfhp.launch', '--num_ps=%d' % num_ps,
+            '--num_workers=%d' % num_workers, '--result_file=%s' % result,
+            '--timeout_s=%d' % (JOB_TIMEOUT_S - 30)] + list(launcher_args) + ['--'] + SMALL + list(
+                tfhp_args)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=ROOT, start_new_session=True)
+    try:
+        output = proc.communicate(timeout=JOB_TIMEOUT_S)[0]
+    finally:
+        _end(proc)
+    summary = json.loads(result.read_text().splitlines()[-1]) if result.exists() else None
+    return proc.returncode, summary, output
+
+
+def _clean(status, summary, output):
+    assert status == 0, output[-3000:]
+    # Every task, the ps tasks included, ended by itself with status 0.
+    assert set(summary['exit_codes'].values()) == {0}, summary['exit_codes']
+
+
+@pytest.mark.parametrize('num_ps, update, sync, num_devices', [
+    (1, 'parameter_server', False, 1),
+    (1, 'parameter_server', True, 1),
+    (2, 'parameter_server', False, 2),
+    (2, 'distributed_replicated', True, 1),
+])
+def test_training_makes_progress_and_ends_cleanly(tmp_path, num_ps, update, sync, num_devices):
+    status, summary, output = _launch(
+        tmp_path, num_ps, 2, '--variable_update=' + update, '--num_batches=12',
+        '--cross_replica_sync=%s' % str(sync).lower(), '--num_devices=%d' % num_devices)
+    _clean(status, summary, output)
+    workers = summary['tasks']
+    assert [w['task'] for w in workers] == ['worker 0', 'worker 1']
+    assert all(w['images_per_sec'] > 0 for w in workers)
+    assert summary['cluster_images_per_sec'] > 0
+    # Variables are spread over every ps task.
+    for worker in workers:
+        loads = worker['variable_bytes_by_device']
+        assert sorted(loads) == ['/job:ps/task:%d/device:CPU:0' % i for i in range(num_ps)]
+    if sync:
+        # One global step per synchronous step: warm-up + timed, the same for both workers.
+        assert [w['global_step'] for w in workers] == [2 + 12, 2 + 12]
+        assert all(w['num_steps'] == 12 for w in workers)
+        assert summary['dropped_gradients'] == 0
+        # Both read the same variables after the last step (equal copies in replicated mode).
+        assert workers[0]['variables_checksum'] == pytest.approx(
+            workers[1]['variables_checksum'], rel=1e-6)
+        # The non-chief starts within 2 s of the chief's initialisation (or of asking, if it
+        # asked later), not after the stock 30 s readiness poll.
+        chief, other = workers
+        lag = other['session_ready_time'] - max(chief['session_ready_time'],
+                                                other['session_start_time'])
+        assert lag < 2.0, lag
+    else:
+        # Each worker takes its own steps; each increments the global step once per step.
+        assert all(w['num_steps'] == 12 for w in workers)
+        assert summary['global_step'] <= 2 * (2 + 12)
+
+
+def test_collective_all_reduce_keeps_the_workers_equal(tmp_path):
+    status, summary, output = _launch(tmp_path, 0, 2, '--variable_update=collective_all_reduce',
+                                      '--num_batches=10', '--learning_rate=0.5')
+    _clean(status, summary, output)
+    chief, other = summary['tasks']
+    assert chief['global_step'] == other['global_step'] == 2 + 10
+    assert chief['variables_checksum'] == pytest.approx(other['variables_checksum'], rel=1e-6)
+    assert chief['variable_bytes_by_device'] == {'/job:worker/task:0/device:CPU:0': 4 * 49355}
+    assert other['variable_bytes_by_device'] == {'/job:worker/task:1/device:CPU:0': 4 * 49355}
+
+
+@pytest.mark.parametrize('sync', [True, False])
+def test_in_graph_replication_across_the_cluster(tmp_path, sync):
+    status, summary, output = _launch(tmp_path, 1, 2, '--graph_mode=in_graph',
+                                      '--num_batches=10',
+                                      '--cross_replica_sync=%s' % str(sync).lower())
+    _clean(status, summary, output)
+    # One client (worker 0) drove both workers' towers; worker 1 and the ps only served.
+    (client,) = summary['tasks']
+    assert client['task'] == 'worker 0' and client['images_per_sec'] > 0
+
+
+def test_spare_replica_absorbs_a_straggler(tmp_path):
+    """3 workers, one slowed by 100 ms per step: with R=2 the step rate holds, with R=3 not."""
+    def rate(replicas, delay_ms):
+        status, summary, output = _launch(
+            tmp_path, 1, 3, '--num_batches=20', '--replicas_to_aggregate=%d' % replicas,
+            '--straggler_workers=2', '--straggler_delay_ms=%d' % delay_ms)
+        _clean(status, summary, output)
+        return summary
+
+    spare_base, spare_slow = rate(2, 0), rate(2, 100)
+    full_base, full_slow = rate(3, 0), rate(3, 100)
+    assert spare_slow['global_steps_per_sec'] >= 0.8 * spare_base['global_steps_per_sec']
+    assert full_slow['global_steps_per_sec'] < 0.8 * full_base['global_steps_per_sec']
+    # The straggler's late gradients were dropped and counted, with their images.
+    straggler = spare_slow['tasks'][2]
+    assert straggler['dropped_gradients'] >= 1
+    assert straggler['dropped_images'] == 2 * straggler['dropped_gradients']
+    assert full_slow['dropped_gradients'] == 0
+
+
+def test_a_killed_job_resumes_from_its_last_checkpoint(tmp_path):
+    train_dir = tmp_path / 'train'
+    argv = [sys.executable, '-m', 'tfhp.launch', '--num_ps=1', '--num_workers=2',
+            '--timeout_s=200', '--'] + SMALL + [
+                '--num_batches=100000', '--train_dir=%s' % train_dir, '--save_model_steps=5']
+    with open(tmp_path / 'killed_job.log', 'w') as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while distributed.checkpoint_step(str(train_dir)) < 10:
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                tmp_path / 'killed_job.log').read_text()[-3000:]
+            time.sleep(0.2)
+    finally:
+        _end(proc)  # the whole job, every task at once
+    saved = distributed.checkpoint_step(str(train_dir))
+    with open(train_dir / 'checkpoint') as f:
+        steps = sorted(int(line.rsplit('-', 1)[1].rstrip('"\n')) for line in f
+                       if line.startswith('all_model'))
+    # A checkpoint every 5 synchronous steps: a kill loses at most the last 5.
+    assert all(b - a == 5 for a, b in zip(steps, steps[1:])), steps
+    status, summary, output = _launch(tmp_path, 1, 2, '--num_batches=4',
+                                      '--train_dir=%s' % train_dir, '--save_model_steps=5')
+    _clean(status, summary, output)
+    assert summary['start_global_step'] == saved
+    assert summary['global_step'] == saved + 2 + 4
+
+
+def test_a_dead_ps_address_is_named_within_the_bounded_wait(tmp_path):
+    ps, worker = launch.free_ports(2)
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, '-m', 'tfhp', '--job_name=worker', '--task_index=0',
+         '--ps_hosts=127.0.0.1:%d' % ps, '--worker_hosts=127.0.0.1:%d' % worker,
+         '--peer_timeout_s=2'] + SMALL, capture_output=True, text=True, cwd=ROOT,
+        timeout=JOB_TIMEOUT_S)
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert ('ps task 0 at 127.0.0.1:%d did not answer within 2 s' % ps) in proc.stderr
+    assert 'Traceback' not in proc.stderr
+    # The bound holds: the worker gave up after its 2 s wait, not after TensorFlow's own.
+    assert elapsed < JOB_TIMEOUT_S / 2
+
+
+def test_an_async_worker_dying_does_not_stop_the_others(tmp_path):
+    commands = launch.task_commands(1, 3, SMALL + [
+        '--cross_replica_sync=false', '--num_batches=400', '--peer_timeout_s=6',
+        '--display_every=10'], str(tmp_path))
+    procs = {}
+    for (job, index), argv in commands.items():
+        # The victim's output is read to see it train; the others' goes to files (a pipe
+        # nobody reads would fill and stall them).
+        out = (subprocess.PIPE if (job, index) == ('worker', 2) else
+               open(tmp_path / ('%s_%d.log' % (job, index)), 'w'))
+        procs[(job, index)] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                               text=True, cwd=ROOT, start_new_session=True)
+    try:
+        victim = procs[('worker', 2)]
+        for line in victim.stdout:  # wait until it is training, then kill it
+            if line.startswith('step '):
+                break
+        _end(victim)
+        codes = {task: proc.wait(timeout=JOB_TIMEOUT_S) for task, proc in procs.items()}
+    finally:
+        for proc in procs.values():
+            _end(proc)
+    assert codes[('worker', 0)] == codes[('worker', 1)] == 0
+    for index in (0, 1):
+        with open(tmp_path / ('worker_%d.jsonl' % index)) as f:
+            assert json.loads(f.read().splitlines()[-1])['num_steps'] == 400
+    # The ps gave up on the dead worker after --peer_timeout_s and ended, reporting it.
+    assert codes[('ps', 0)] == 2

@@ -1,0 +1,293 @@
+"""`python -m tfhp.launch --num_ps 2 --num_workers 4 -- <tfhp flags>`: a whole job, one machine.
+
+Starts every task as its own process (`python -m tfhp --job_name=... <tfhp flags>`) on free
+127.0.0.1 ports, prefixes each line a task prints with its name ("[worker 1] ..."), and ends
+every task when the job is done or a task fails (then it exits with status 1). Serving tasks (ps)
+exit by themselves once the workers are done; the launcher only waits for them, with a bound.
+It prints, and appends as one JSON line to --result_file, each task's time from launch to its
+first step, each worker's images/sec and dropped (late) gradients, and the cluster's images/sec:
+every worker's images over the one wall-clock interval in which all of them were timing steps.
+
+Its options are parsed with argparse, not absl, so that its flags and tfhp's (`tfhp.cli`) never
+share a registry: both modules can be imported in one process (tests do).
+Imports no TensorFlow: it starts and watches processes only.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from tfhp import timing
+
+# Flags the launcher sets for every task; a job's tfhp flags must not set them.
+_OWN_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts', 'controller_host',
+              'result_file')
+
+
+def free_ports(count):
+    """`count` distinct TCP ports free on 127.0.0.1 (bound together, then released)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(('127.0.0.1', 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def task_commands(num_ps, num_workers, tfhp_args, result_dir, controller=False):
+    """{(job, index): argv} of every task of a job on free loopback ports.
+
+    Args:
+      num_ps, num_workers: task counts.
+      tfhp_args: tfhp flags every task gets (the benchmark's configuration).
+      result_dir: each worker (and the controller) writes its result to <job>_<index>.jsonl here.
+      controller: also start a controller task (the in-graph client).
+    Returns:
+      An ordered dict-like {(job, index): argv list}; ps tasks first.
+    Raises:
+      ValueError: tfhp_args sets a flag the launcher sets.
+    """
+    for arg in tfhp_args:
+        name = arg.lstrip('-').split('=', 1)[0]
+        if arg.startswith('-') and name in _OWN_FLAGS:
+            raise ValueError('--%s is set by the launcher for each task; drop it '
+                             '(use the launcher\'s --result_file for the job\'s result)' % name)
+    ports = free_ports(num_ps + num_workers + int(controller))
+    hosts = ['127.0.0.1:%d' % p for p in ports]
+    ps, workers = hosts[:num_ps], hosts[num_ps:num_ps + num_workers]
+    common = ['--worker_hosts=' + ','.join(workers)]
+    if ps:
+        common.append('--ps_hosts=' + ','.join(ps))
+    if controller:
+        common.append('--controller_host=' + hosts[-1])
+    jobs = [('ps', i) for i in range(num_ps)] + [('worker', i) for i in range(num_workers)]
+    jobs += [('controller', 0)] if controller else []
+    commands = {}
+    for job, index in jobs:
+        argv = [sys.executable, '-m', 'tfhp'] + list(tfhp_args) + common + [
+            '--job_name=' + job, '--task_index=%d' % index]
+        if job != 'ps':
+            argv.append('--result_file=' + os.path.join(result_dir, '%s_%d.jsonl' % (job, index)))
+        commands[(job, index)] = argv
+    return commands
+
+
+def _pump(name, stream, out, lock):
+    for line in stream:
+        with lock:
+            out.write('[%s] %s' % (name, line))
+            out.flush()
+
+
+def _stop(processes, grace_s=2.0):
+    """SIGTERM every running process, then SIGKILL those still running after grace_s."""
+    for proc in processes:
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + grace_s
+    for proc in processes:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_job(commands, timeout_s=600.0, serve_grace_s=30.0, keep_going=False, out=None):
+    """Starts every task, relays its output, and waits for the job to end.
+
+    Args:
+      commands: {(job, index): argv} from `task_commands`.
+      timeout_s: bound on the whole job.
+      serve_grace_s: bound on serving tasks' exit after the last worker ended.
+      keep_going: a failed non-chief worker does not end the job (asynchronous training
+        goes on without it); the launcher still reports failure at the end.
+      out: where task output goes (default: sys.stdout).
+    Returns:
+      (status, launch_times, return_codes): status 0 if every task exited 0.
+    """
+    out = out or sys.stdout
+    lock = threading.Lock()
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    processes, launch_times, pumps = {}, {}, []
+    try:
+        for task, argv in commands.items():
+            launch_times[task] = time.time()
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, env=env)
+            processes[task] = proc
+            pump = threading.Thread(target=_pump, args=('%s %d' % task, proc.stdout, out, lock),
+                                    daemon=True)
+            pump.start()
+            pumps.append(pump)
+        status = _watch(processes, timeout_s, serve_grace_s, keep_going, out, lock)
+    finally:
+        _stop(list(processes.values()))
+        for pump in pumps:
+            pump.join(timeout=5)
+    return status, launch_times, {t: p.returncode for t, p in processes.items()}
+
+
+def _say(out, lock, line):
+    with lock:
+        out.write('[launch] %s\n' % line)
+        out.flush()
+
+
+def _watch(processes, timeout_s, serve_grace_s, keep_going, out, lock):
+    deadline = time.monotonic() + timeout_s
+    clients = [t for t in processes if t[0] != 'ps']
+    essential = [t for t in processes if t[0] != 'worker' or t[1] == 0]
+    clients_done_at = None
+    while True:
+        codes = {t: p.poll() for t, p in processes.items()}
+        failed = [t for t, c in codes.items() if c not in (None, 0)]
+        if failed and (not keep_going or any(t in essential for t in failed)):
+            _say(out, lock, '%s %d failed (exit status %d); ending the job'
+                 % (failed[0] + (codes[failed[0]],)))
+            return 1
+        if all(codes[t] is not None for t in clients):
+            clients_done_at = clients_done_at or time.monotonic()
+            if all(c is not None for c in codes.values()):
+                return 1 if failed else 0
+            if time.monotonic() - clients_done_at > serve_grace_s:
+                _say(out, lock, 'serving tasks did not exit within %g s of the workers; '
+                     'ending them' % serve_grace_s)
+                return 1
+        if time.monotonic() > deadline:
+            _say(out, lock, 'the job did not end within --timeout_s=%g; ending it' % timeout_s)
+            return 1
+        time.sleep(0.05)
+
+
+def cluster_summary(results, launch_times):
+    """The job's figures from the workers' (or the in-graph client's) result dicts.
+
+    Args:
+      results: {(job, index): result dict written by tfhp.distributed or tfhp.benchmark}.
+      launch_times: {(job, index): epoch seconds the task was started}.
+    Returns:
+      A JSON-ready dict (see the module docstring).
+    """
+    tasks = []
+    for (job, index), r in sorted(results.items()):
+        entry = {'task': '%s %d' % (job, index), 'images_per_sec': r.get('images_per_sec'),
+                 'num_steps': r.get('num_steps'),
+                 'dropped_gradients': r.get('dropped_gradients', 0),
+                 'dropped_images': r.get('dropped_images', 0)}
+        entry.update({k: r[k] for k in ('session_start_time', 'session_ready_time',
+                                         'variables_checksum', 'variable_bytes_by_device',
+                                         'global_step') if k in r})
+        if r.get('first_step_time'):
+            entry['start_to_first_step_s'] = r['first_step_time'] - launch_times[(job, index)]
+        if r.get('session_ready_time'):
+            entry['start_to_session_s'] = r['session_ready_time'] - launch_times[(job, index)]
+        tasks.append(entry)
+    timed = [r for r in results.values() if r.get('end_times')]
+    summary = {'tasks': tasks,
+               'dropped_gradients': sum(t['dropped_gradients'] for t in tasks),
+               'dropped_images': sum(t['dropped_images'] for t in tasks)}
+    if len(timed) > 1:
+        begin = max(r['timed_start_time'] for r in timed)
+        end = min(r['end_times'][-1] for r in timed)
+        if end > begin:
+            images = sum(r['images_per_step'] for r in timed for t in r['end_times']
+                         if begin < t <= end)
+            summary['cluster_images_per_sec'] = images / (end - begin)
+            summary['common_interval_s'] = end - begin
+    if 'cluster_images_per_sec' not in summary:
+        # One result (the in-graph client's) or no common interval: the results' own figures.
+        summary['cluster_images_per_sec'] = sum(r.get('images_per_sec') or 0.0
+                                                for r in results.values())
+    chief = results.get(('worker', 0)) or results.get(('controller', 0)) or {}
+    summary['global_steps_per_sec'] = chief.get('global_steps_per_sec')
+    summary['global_step'] = chief.get('global_step')
+    summary['start_global_step'] = chief.get('start_global_step')
+    return summary
+
+
+def read_results(result_dir, tasks):
+    """{task: its last result line} of the tasks (of `task_commands`) that wrote one."""
+    results = {}
+    for job, index in tasks:
+        path = os.path.join(result_dir, '%s_%d.jsonl' % (job, index))
+        if os.path.exists(path):
+            with open(path) as f:
+                lines = f.read().splitlines()
+            if lines:
+                results[(job, index)] = json.loads(lines[-1])
+    return results
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(
+        prog='tfhp-launch', description='Run a tfhp job with every task on this machine.',
+        usage='%(prog)s [--num_ps N] [--num_workers N] [options] -- <tfhp flags>')
+    parser.add_argument('--num_ps', type=int, default=1, help='ps tasks (default 1)')
+    parser.add_argument('--num_workers', type=int, default=2, help='worker tasks (default 2)')
+    parser.add_argument('--controller', action='store_true',
+                        help='also start a controller task (the client of --graph_mode=in_graph)')
+    parser.add_argument('--keep_going', action='store_true',
+                        help='a failed non-chief worker does not end the job')
+    parser.add_argument('--timeout_s', type=float, default=600.0, help='bound on the job')
+    parser.add_argument('--result_file', default=None,
+                        help='append the job\'s JSON result line here')
+    if '--' in argv:
+        split = argv.index('--')
+        own, tfhp_args = argv[:split], argv[split + 1:]
+    else:
+        own, tfhp_args = argv, []
+    args = parser.parse_args(own)
+    if args.num_ps < 0 or args.num_workers < 1:
+        parser.error('--num_ps must be >= 0 and --num_workers >= 1')
+    return args, tfhp_args
+
+
+def main(argv=None):
+    """Runs the job; returns the exit status (0 ok, 1 a task failed, 2 bad arguments)."""
+    args, tfhp_args = _parse(sys.argv[1:] if argv is None else argv)
+    result_dir = tempfile.mkdtemp(prefix='tfhp_launch_')
+    try:
+        try:
+            commands = task_commands(args.num_ps, args.num_workers, tfhp_args, result_dir,
+                                     controller=args.controller)
+        except ValueError as e:
+            print('tfhp-launch: error: %s' % e, file=sys.stderr)
+            return 2
+        start = time.time()
+        status, launch_times, codes = run_job(commands, timeout_s=args.timeout_s,
+                                              keep_going=args.keep_going)
+        results = read_results(result_dir, [t for t in commands if t[0] != 'ps'])
+    finally:
+        shutil.rmtree(result_dir, ignore_errors=True)
+    summary = cluster_summary(results, launch_times)
+    summary.update(status=status, wall_time_s=time.time() - start, num_ps=args.num_ps,
+                   num_workers=args.num_workers, tfhp_args=tfhp_args,
+                   exit_codes={'%s %d' % t: c for t, c in codes.items()})
+    for task in summary['tasks']:
+        first = task.get('start_to_first_step_s')
+        print('[launch] %s: images/sec %.2f, first step %s after launch, dropped gradients %d'
+              % (task['task'], task['images_per_sec'] or 0.0,
+                 '%.2f s' % first if first is not None else 'n/a', task['dropped_gradients']))
+    print('[launch] cluster images/sec: %.2f  wall time: %.2f s  status: %d'
+          % (summary['cluster_images_per_sec'], summary['wall_time_s'], status))
+    if args.result_file:
+        timing.append_json(args.result_file, summary)
+    return status
+
+
+def run_main():
+    """Console-script entry point (`tfhp-launch`)."""
+    sys.exit(main())
+
+
+if __name__ == '__main__':
+    run_main()
