@@ -260,7 +260,7 @@ def _run_local(cfg, log, topology, target):
             times, extra = _run_train(sess, ops, cfg, images_per_step, saver, log,
                                       built.summary_op)
         # Counts the manager keeps (gradient staleness); its tensors exist already.
-        counters = getattr(built.manager, 'counters', dict)()
+        counters = built.manager.counters()
         if counters:
             extra.update({name: int(v) for name, v in sess.run(counters).items()})
             extra.update(staleness.summary(extra))

@@ -55,3 +55,7 @@ class VariableManager(abc.ABC):
         None means every global variable under its own name.
         """
         return None
+
+    def counters(self):
+        """Named scalar tensors the run reports (e.g. dropped gradients); {} when none."""
+        return {}

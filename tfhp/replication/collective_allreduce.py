@@ -1,7 +1,7 @@
 """Collective all-reduce across workers: no parameter server.
 
 Each worker keeps the variables itself: masters on its first tower device, local copies on its
-other towers (`TowerCopies`). Per step it means its towers' gradients, all-reduces that mean with
+other towers (`MasterCopies`). Per step it means its towers' gradients, all-reduces that mean with
 every other worker's through TensorFlow's collective ops (`CollectiveReduce`, ring over gRPC),
 applies the result to its masters with its own optimizer and refreshes its copies. Every worker
 applies the same update to the same values, so the masters stay equal; each increments its own
@@ -19,7 +19,7 @@ import tensorflow.compat.v1 as tf
 from tfhp.ops import scopes
 from tfhp.replication import async_replicas
 from tfhp.replication import base
-from tfhp.replication import tower_copies
+from tfhp.replication import master_copies
 
 GROUP_KEY = 1
 GROUP_LEADER = '/job:worker/replica:0/task:0'
@@ -47,7 +47,7 @@ class CollectiveAllReduce(base.VariableManager):
 
     def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0):
         self._device = tower_devices[0]
-        self._copies = tower_copies.TowerCopies(tower_devices, self._device,
+        self._copies = master_copies.MasterCopies(tower_devices, self._device,
                                                 copy_first_tower=False)
         self._num_workers = num_workers
         self._is_chief = is_chief

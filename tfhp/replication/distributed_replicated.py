@@ -13,7 +13,7 @@ from tfhp.ops import scopes
 from tfhp.replication import async_replicas
 from tfhp.replication import base
 from tfhp.replication import device_setters
-from tfhp.replication import tower_copies
+from tfhp.replication import master_copies
 
 
 class _RefreshHook(tf.train.SessionRunHook):
@@ -38,7 +38,7 @@ class DistributedReplicated(base.VariableManager):
 
     def __init__(self, tower_devices, variable_devices, worker_device, sync=None):
         self._placer = device_setters.GreedyByBytes(variable_devices)
-        self._copies = tower_copies.TowerCopies(
+        self._copies = master_copies.MasterCopies(
             tower_devices, device_setters.variables_on(self._placer, worker_device))
         self._worker_device = worker_device
         self._sync = sync

@@ -14,7 +14,7 @@ import tensorflow.compat.v1 as tf
 COPIES_SCOPE = 'tower_copies'
 
 
-class TowerCopies:
+class MasterCopies:
     """Builds and tracks the copies.
 
     Args:
