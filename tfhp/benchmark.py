@@ -263,6 +263,7 @@ def _run_local(cfg, log, topology, target):
         counters = built.manager.counters()
         if counters:
             extra.update({name: int(v) for name, v in sess.run(counters).items()})
+        if staleness.COUNT in extra:
             extra.update(staleness.summary(extra))
             log('gradient staleness: mean %.2f, max %d over %d updates; %d dropped' % tuple(
                 extra[k] for k in ('staleness_mean', 'staleness_max', 'staleness_count',

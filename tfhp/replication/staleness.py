@@ -151,7 +151,7 @@ class Staleness(base.VariableManager):
         The tensors are made with the first update, so this makes no op (it can be called on a
         finalized graph).
         """
-        return dict(getattr(self._inner, 'counters', dict)(), **self._values)
+        return dict(self._inner.counters(), **self._values)
 
     def _make_counters(self):
         with tf.device(self._device), tf.control_dependencies(None), tf.name_scope(None):

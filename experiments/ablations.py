@@ -1,0 +1,162 @@
+"""The classic ablations: one setting changed at a time, each configuration its own process.
+
+  pipelining      software-pipelined input (staging areas) on and off, real data
+  data_format     NHWC vs NCHW (a CPU build that refuses NCHW shows the refusal)
+  batchnorm       fused vs composite batch norm
+  variable_update each in-graph variable update and all-reduce on --num_devices devices, and
+                  each between-graph mode on 2 workers
+  backup_workers  synchronous job with worker 2 delayed by --straggler_delay_ms each step:
+                  every gradient awaited vs one backup worker (the step-time gain), and no
+                  straggler for reference
+  ps_count        parameter-server tasks vs throughput for a 16 MiB dense variable (null_dense,
+                  split over the ps tasks), 2 asynchronous workers
+
+One-process configurations run as `python -m tfhp`, jobs through `tfhp.launch`; a configuration
+tfhp refuses is listed with its reason. Prints a table and one JSON line per configuration.
+
+  python experiments/ablations.py                               # all, ~10 minutes on 2 cores
+  python experiments/ablations.py --ablations=backup_workers --straggler_delay_ms=500
+"""
+import collections
+import os
+import tempfile
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+
+from experiments import common
+
+ABLATIONS = ('pipelining', 'data_format', 'batchnorm', 'variable_update', 'backup_workers',
+             'ps_count')
+FLAGS = flags.FLAGS
+
+# num_workers 0: one process; else a job of num_ps ps and num_workers workers.
+Configuration = collections.namedtuple('Configuration', ['label', 'num_ps', 'num_workers',
+                                                         'args'])
+
+# In-graph variable updates and all-reduce algorithms (label -> flags).
+IN_GRAPH = {
+    'parameter_server': [],
+    'parameter_server staged_vars': ['--staged_vars'],
+    'independent': ['--variable_update=independent'],
+    'replicated (copy to CPU)': ['--variable_update=replicated'],
+    'replicated pscpu': ['--variable_update=replicated', '--all_reduce_spec=pscpu'],
+    'replicated xring': ['--variable_update=replicated', '--all_reduce_spec=xring'],
+    'replicated collective': ['--variable_update=replicated', '--all_reduce_spec=collective'],
+    'replicated nccl': ['--variable_update=replicated', '--all_reduce_spec=nccl'],
+}
+# Between-graph modes: label -> (ps tasks, flags).
+BETWEEN_GRAPH = {
+    'between-graph parameter_server sync': (1, []),
+    'between-graph parameter_server async': (1, ['--cross_replica_sync=false']),
+    'between-graph distributed_replicated': (1, ['--variable_update=distributed_replicated']),
+    'between-graph collective_all_reduce': (0, ['--variable_update=collective_all_reduce']),
+}
+
+
+def local(label, *args):
+    """A one-process configuration."""
+    return Configuration(label, 0, 0, list(args))
+
+
+def configurations(ablation, data_dir, num_devices, straggler_delay_ms):
+    """The configurations of one ablation (flags beyond the run length)."""
+    if ablation == 'pipelining':
+        # trivial at 32x32 computes about as long as its input takes (input_bench).
+        real = ['--model=trivial', '--image_size=32', '--batch_size=64',
+                '--data_dir=' + data_dir]
+        return [local('staged input', *real), local('sequential input', '--staged_input=false',
+                                                    *real)]
+    if ablation == 'data_format':
+        return [local(f, '--model=lenet', '--batch_size=32', '--data_format=' + f)
+                for f in ('NHWC', 'NCHW')]
+    if ablation == 'batchnorm':
+        model = ['--model=resnet50', '--image_size=32', '--batch_size=8']
+        return [local('fused', *model), local('composite', '--fuse_batchnorm=false', *model)]
+    if ablation == 'variable_update':
+        model = ['--model=lenet', '--batch_size=32']
+        return ([local(label, '--num_devices=%d' % num_devices, *(model + args))
+                 for label, args in IN_GRAPH.items()] +
+                [Configuration(label, ps, 2, model + args)
+                 for label, (ps, args) in BETWEEN_GRAPH.items()])
+    if ablation == 'backup_workers':
+        job = ['--model=lenet', '--batch_size=32']
+        straggler = ['--straggler_workers=2', '--straggler_delay_ms=%g' % straggler_delay_ms]
+        return [Configuration('no straggler, 3 of 3', 1, 3, job),
+                Configuration('straggler, 3 of 3', 1, 3, job + straggler),
+                Configuration('straggler, 2 of 3 (1 backup)', 1, 3,
+                              job + straggler + ['--replicas_to_aggregate=2'])]
+    if ablation == 'ps_count':
+        job = ['--model=null_dense', '--batch_size=1', '--weight_decay=0',
+               '--cross_replica_sync=false', '--partition_min_bytes=%d' % (1 << 20)]
+        return [Configuration('%d ps' % n, n, 2, job) for n in (1, 2, 4)]
+    raise ValueError('unknown ablation %r; one of %s' % (ablation, ', '.join(ABLATIONS)))
+
+
+def measure(ablation, configuration, run_args, timeout_s):
+    """Runs one configuration; returns its JSON record (with `error` if it did not run)."""
+    c = configuration
+    record = {'study': 'ablations', 'ablation': ablation, 'setting': c.label, 'num_ps': c.num_ps,
+              'num_workers': c.num_workers, 'flags': c.args + list(run_args)}
+    if not c.num_workers:
+        outcome = common.run_tfhp(record['flags'], timeout_s)
+        if outcome.error:
+            return dict(record, error=outcome.error)
+        return dict(record, images_per_sec=outcome.result['images_per_sec'],
+                    step_time_ms=outcome.result['step_time_ms']['p50'])
+    run = common.run_cluster(c.num_ps, c.num_workers, record['flags'], timeout_s)
+    if run.error:
+        return dict(record, error=run.error)
+    steps_per_sec = run.summary['global_steps_per_sec']
+    return dict(record, images_per_sec=run.summary['cluster_images_per_sec'],
+                global_steps_per_sec=steps_per_sec,
+                step_time_ms=1000.0 / steps_per_sec if steps_per_sec else None,
+                dropped_gradients=run.summary['dropped_gradients'])
+
+
+def add_gains(records):
+    """Backup workers: the straggler's step time over the backup-worker step time."""
+    by_setting = {r['setting']: r for r in records if r['ablation'] == 'backup_workers'}
+    awaited = by_setting.get('straggler, 3 of 3', {}).get('step_time_ms')
+    for r in by_setting.values():
+        if awaited and r.get('step_time_ms'):
+            r['step_time_gain'] = awaited / r['step_time_ms']
+    return records
+
+
+TABLE = [('ablation', 'ablation', None), ('setting', 'setting', None),
+         ('images/s', 'images_per_sec', '%.1f'), ('step ms', 'step_time_ms', '%.2f'),
+         ('global steps/s', 'global_steps_per_sec', '%.1f'),
+         ('gain', 'step_time_gain', '%.2fx'), ('dropped', 'dropped_gradients', '%d'),
+         ('not run', 'error', None)]
+
+
+def main(_):
+    common.check_choices('ablations', FLAGS.ablations, ABLATIONS)
+    os.makedirs(FLAGS.work_dir, exist_ok=True)
+    data_dir = common.learnable_data(FLAGS.work_dir, image_size=40)  # cropped to 32
+    run_args = ['--num_batches=%d' % FLAGS.num_batches,
+                '--num_warmup_batches=%d' % FLAGS.num_warmup_batches,
+                '--display_every=%d' % FLAGS.num_batches] + FLAGS.tfhp_flags
+    records = [measure(a, c, run_args, FLAGS.timeout_s) for a in FLAGS.ablations
+               for c in configurations(a, data_dir, FLAGS.num_devices,
+                                       FLAGS.straggler_delay_ms)]
+    common.print_table(add_gains(records), TABLE)
+    common.write_records(records, FLAGS.result_file)
+
+
+if __name__ == '__main__':
+    flags.DEFINE_list('ablations', list(ABLATIONS), 'Ablations to run: %s.'
+                      % ', '.join(ABLATIONS))
+    flags.DEFINE_integer('num_devices', 2, 'variable_update: in-graph devices.')
+    flags.DEFINE_float('straggler_delay_ms', 200.0, 'backup_workers: the straggler\'s delay.')
+    flags.DEFINE_integer('num_batches', 30, 'Timed steps per configuration.')
+    flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per configuration.')
+    flags.DEFINE_float('timeout_s', 600.0, 'Bound on each configuration.')
+    flags.DEFINE_string('work_dir', os.path.join(tempfile.gettempdir(), 'tfhp_ablations'),
+                        'Where the generated data set lives.')
+    flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every configuration.')
+    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+    app.run(main)

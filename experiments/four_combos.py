@@ -1,0 +1,254 @@
+"""In-graph vs between-graph replication x synchronous vs asynchronous updates, to an accuracy.
+
+  in_graph_sync        one graph, a tower per (virtual CPU) device, one optimizer
+  in_graph_async       one graph, a replica per device with its own optimizer and thread
+  between_graph_async  a process per worker, variables on a ps task, each worker applies alone
+  between_graph_sync   a process per worker, steps of --num_replicas gradients out of
+                       --num_replicas + --spare_replicas workers (spares: late ones dropped)
+
+Each trains the same CNN on the same learnable data set (`tfhp.data.synthetic`) from the same
+seed, --num_steps batches of --batch_size per replica (the spare replica's included), as one
+`python -m tfhp` run or one `tfhp.launch` job, checkpointing every --eval_every steps per
+replica (between timed steps; between graphs the chief writes them). Every checkpoint is then
+evaluated on the whole validation set. Reported per combination: global steps and training
+seconds to --target_accuracy (the first checkpoint at or above it; seconds are timed training,
+without start-up or checkpoint writing), global steps/sec, images/sec, final accuracy, and the
+measured gradient staleness (`tfhp.replication.staleness`: 0 for synchronous in-graph steps; a
+synchronous job drops late gradients instead, counted as dropped).
+
+  python experiments/four_combos.py                        # all four, a few minutes on 2 cores
+  python experiments/four_combos.py --combo=in_graph_async --num_replicas=4 --result_file=r.jsonl
+"""
+import dataclasses
+import glob
+import os
+import re
+import shutil
+import tempfile
+
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
+import tensorflow.compat.v1 as tf
+
+from experiments import common
+from tfhp import benchmark
+from tfhp import compat
+from tfhp import config as config_lib
+from tfhp.data import info as info_lib
+from tfhp.replication import staleness
+
+COMBOS = ('in_graph_sync', 'in_graph_async', 'between_graph_async', 'between_graph_sync')
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """One study's settings (the script's flags)."""
+    num_replicas: int = 2
+    spare_replicas: int = 1
+    model: str = 'lenet'
+    image_size: int = 16
+    batch_size: int = 32
+    optimizer: str = 'momentum'
+    learning_rate: float = 0.05
+    num_steps: int = 300
+    eval_every: int = 25
+    target_accuracy: float = 0.8
+    eval_batch_size: int = 100
+    timeout_s: float = 900.0
+
+
+def tfhp_flags(combo, options, data_dir, train_dir):
+    """(number of worker processes, tfhp flags) of one combination (0 workers: one process)."""
+    n = options.num_replicas
+    common_flags = [
+        '--model=%s' % options.model, '--image_size=%d' % options.image_size,
+        '--batch_size=%d' % options.batch_size, '--optimizer=%s' % options.optimizer,
+        '--learning_rate=%g' % options.learning_rate, '--data_dir=%s' % data_dir,
+        '--num_batches=%d' % options.num_steps, '--num_warmup_batches=0',
+        '--display_every=%d' % options.num_steps, '--train_dir=%s' % train_dir,
+        # Random crops of 16-pixel images cut too much of the shape away to learn quickly.
+        '--max_ckpts_to_keep=0', '--distortions=false'] + list(common.CLUSTER_INPUT_FLAGS)
+    # Checkpoints every eval_every batches per replica; between graphs the chief counts
+    # global steps, which asynchronous workers advance one per batch each.
+    if combo == 'in_graph_sync':
+        return 0, common_flags + ['--num_devices=%d' % n, '--measure_staleness',
+                                  '--save_model_steps=%d' % options.eval_every]
+    if combo == 'in_graph_async':
+        return 0, common_flags + ['--num_devices=%d' % n, '--cross_replica_sync=false',
+                                  '--save_model_steps=%d' % options.eval_every]
+    if combo == 'between_graph_async':
+        return n, common_flags + ['--cross_replica_sync=false',
+                                  '--save_model_steps=%d' % (options.eval_every * n)]
+    if combo == 'between_graph_sync':
+        return n + options.spare_replicas, common_flags + [
+            '--replicas_to_aggregate=%d' % n, '--save_model_steps=%d' % options.eval_every]
+    raise ValueError('unknown combination %r; one of %s' % (combo, ', '.join(COMBOS)))
+
+
+def _checkpoint_steps(train_dir):
+    paths = glob.glob(os.path.join(train_dir, 'model.ckpt-*.index'))
+    return sorted(int(re.search(r'-(\d+)\.index$', p).group(1)) for p in paths)
+
+
+def _chief_seconds(chief, step):
+    """Timed seconds of the chief's clock until global step `step` was first reached."""
+    for end, seen in zip(chief['end_times'], chief['global_steps']):
+        if seen >= step:
+            return end - chief['timed_start_time']
+    return chief['end_times'][-1] - chief['timed_start_time']
+
+
+def train(combo, options, data_dir, train_dir, extra_flags=()):
+    """Runs one combination; returns (its figures, [(global step, seconds)] of checkpoints).
+
+    Raises:
+      RuntimeError: the run failed (the message carries its error).
+    """
+    num_workers, args = tfhp_flags(combo, options, data_dir, train_dir)
+    args += list(extra_flags)
+    if not num_workers:
+        outcome = common.run_tfhp(args, options.timeout_s)
+        if outcome.error:
+            raise RuntimeError('%s: %s' % (combo, outcome.error))
+        r = outcome.result
+        figures = dict(staleness.summary(r), global_steps=r['global_step'],
+                       train_time_s=r['wall_time_s'], images_per_sec=r['images_per_sec'],
+                       images_per_update=r['batch_size'] * (
+                           1 if 'replica_steps' in r else r['num_devices']))
+        return figures, [tuple(c) for c in r['checkpoints']]
+    run = common.run_cluster(1, num_workers, args, options.timeout_s)
+    if run.error:
+        raise RuntimeError('%s: %s' % (combo, run.error))
+    chief = run.results[('worker', 0)]
+    workers = list(run.results.values())
+    synchronous = combo == 'between_graph_sync'
+    # On the chief's clock (which the checkpoint times use), to the last worker's last step.
+    figures = dict(staleness.summary(workers),
+                   global_steps=max(w['global_steps'][-1] for w in workers),
+                   train_time_s=max(w['end_times'][-1] for w in workers) - chief[
+                       'timed_start_time'],
+                   images_per_sec=run.summary['cluster_images_per_sec'],
+                   dropped_gradients=run.summary['dropped_gradients'],
+                   images_per_update=options.batch_size * (
+                       options.num_replicas if synchronous else 1))
+    # The chief's first checkpoint is not evaluated: it is named after the global step read at
+    # session start, but with spare replicas the others may have applied steps before it saves.
+    return figures, [(s, _chief_seconds(chief, s)) for s in _checkpoint_steps(train_dir)
+                     if s > chief['start_global_step']]
+
+
+def validation_size(options, data_dir):
+    """The validation set's size; ValueError unless --eval_batch_size divides it."""
+    num_examples = info_lib.load(data_dir).num_examples['validation']
+    if num_examples % options.eval_batch_size:
+        raise ValueError('--eval_batch_size=%d does not divide the %d validation examples'
+                         % (options.eval_batch_size, num_examples))
+    return num_examples
+
+
+def evaluate(options, data_dir, paths):
+    """Top-1 accuracy of each checkpoint on the whole validation set (in this process)."""
+    num_examples = validation_size(options, data_dir)
+    cfg = config_lib.BenchmarkConfig(
+        model=config_lib.ModelConfig(name=options.model, batch_size=options.eval_batch_size,
+                                     image_size=options.image_size),
+        data=config_lib.DataConfig(data_dir=data_dir, use_datasets=True, staged_input=False),
+        run=config_lib.RunConfig(eval=True, train_dir=os.path.dirname(paths[0]),
+                                 num_batches=1, num_warmup_batches=0))
+    built = benchmark.build(cfg)
+    accuracies = []
+    with tf.Session(graph=built.graph, config=built.session_config) as sess:
+        sess.run(built.init)
+        for path in paths:
+            built.saver.restore(sess, path)
+            hits = sum(sess.run([built.ops.top1_correct, built.ops.put_ops])[0]
+                       for _ in range(num_examples // options.eval_batch_size))
+            accuracies.append(float(hits) / num_examples)
+    return accuracies
+
+
+def run_combo(combo, options, data_dir, work_dir, extra_flags=(), label=None):
+    """Trains one combination, evaluates its checkpoints; returns its JSON record."""
+    validation_size(options, data_dir)  # before training, not after
+    train_dir = tempfile.mkdtemp(prefix=combo + '_', dir=work_dir)
+    try:
+        figures, checkpoints = train(combo, options, data_dir, train_dir, extra_flags)
+        accuracies = evaluate(options, data_dir, [os.path.join(train_dir, 'model.ckpt-%d' % s)
+                                                  for s, _ in checkpoints])
+    finally:
+        shutil.rmtree(train_dir, ignore_errors=True)  # every checkpoint is kept until here
+    curve = [[s, t, a] for (s, t), a in zip(checkpoints, accuracies)]
+    reached = [point for point in curve if point[2] >= options.target_accuracy]
+    record = dict(figures, study='four_combos', combo=combo, label=label or combo,
+                  curve=curve, final_accuracy=accuracies[-1],
+                  steps_to_target=reached[0][0] if reached else None,
+                  time_to_target_s=reached[0][1] if reached else None,
+                  options=dataclasses.asdict(options), extra_flags=list(extra_flags))
+    record['global_steps_per_sec'] = record['global_steps'] / record['train_time_s']
+    if reached:
+        record['images_to_target'] = reached[0][0] * record['images_per_update']
+    return record
+
+
+TABLE = [('combination', 'label', None), ('steps to target', 'steps_to_target', '%d'),
+         ('s to target', 'time_to_target_s', '%.2f'),
+         ('global steps/s', 'global_steps_per_sec', '%.1f'),
+         ('images/s', 'images_per_sec', '%.0f'), ('final acc', 'final_accuracy', '%.3f'),
+         ('staleness mean', 'staleness_mean', '%.2f'), ('max', 'staleness_max', '%d'),
+         ('dropped', 'dropped_gradients', '%d')]
+
+
+def define_study_flags(defaults, work_dir_name):
+    """Defines the flags of Options (with these defaults) and of the data and results.
+
+    Called only by scripts run as such, so tests can import them.
+    """
+    flags.DEFINE_integer('num_replicas', defaults.num_replicas, 'Replicas (devices or workers).')
+    flags.DEFINE_integer('spare_replicas', defaults.spare_replicas, 'between_graph_sync: '
+                         'workers beyond --num_replicas (backup workers).')
+    flags.DEFINE_string('model', defaults.model, 'Model.')
+    flags.DEFINE_integer('image_size', defaults.image_size, 'Image size of the data set.')
+    flags.DEFINE_integer('batch_size', defaults.batch_size, 'Batch per replica.')
+    flags.DEFINE_string('optimizer', defaults.optimizer, 'Optimizer.')
+    flags.DEFINE_float('learning_rate', defaults.learning_rate, 'Learning rate.')
+    flags.DEFINE_integer('num_steps', defaults.num_steps, 'Batches per replica.')
+    flags.DEFINE_integer('eval_every', defaults.eval_every, 'Checkpoint every this many '
+                         'batches per replica.')
+    flags.DEFINE_float('target_accuracy', defaults.target_accuracy, 'Validation top-1 target.')
+    flags.DEFINE_integer('eval_batch_size', defaults.eval_batch_size, 'Must divide the '
+                         'validation set.')
+    flags.DEFINE_float('timeout_s', defaults.timeout_s, 'Bound on each training run.')
+    flags.DEFINE_string('data_dir', None, 'Data set (default: generated under --work_dir).')
+    flags.DEFINE_string('work_dir', os.path.join(tempfile.gettempdir(), work_dir_name),
+                        'Generated data and checkpoints.')
+    flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every run.')
+    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+
+
+def study_setup():
+    """(Options, data directory) from the flags; the data set is generated if needed."""
+    compat.enable_graph_mode()
+    options = Options(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(Options)})
+    os.makedirs(FLAGS.work_dir, exist_ok=True)
+    return options, FLAGS.data_dir or common.learnable_data(FLAGS.work_dir, options.image_size)
+
+
+def main(_):
+    common.check_choices('combo', FLAGS.combo, COMBOS)
+    options, data_dir = study_setup()
+    records = [run_combo(c, options, data_dir, FLAGS.work_dir, FLAGS.tfhp_flags)
+               for c in FLAGS.combo]
+    print('target accuracy %.2f, %d replicas, %d steps of %d per replica'
+          % (options.target_accuracy, options.num_replicas, options.num_steps,
+             options.batch_size))
+    common.print_table(records, TABLE)
+    common.write_records(records, FLAGS.result_file)
+
+
+if __name__ == '__main__':
+    define_study_flags(Options(), 'tfhp_four_combos')
+    flags.DEFINE_list('combo', list(COMBOS), 'Combinations to run.')
+    app.run(main)

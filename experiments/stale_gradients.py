@@ -1,0 +1,84 @@
+"""Stale gradients in asynchronous training: time to accuracy with and without each remedy.
+
+Runs the asynchronous combination of `four_combos` (in-graph by default, --mode for the
+between-graph job) with 4 replicas, so that updates are several steps stale, once per remedy:
+
+  none         plain asynchronous SGD
+  lr_scaled    the learning rate divided by the number of replicas
+  drop         gradients older than --max_gradient_staleness updates dropped (applied as zeros)
+  inverse      each gradient scaled by 1/staleness (--scale_stale_gradients)
+  warmup       one replica trains alone for --async_warmup_steps global steps, then all join
+  sync         the synchronous combination of the same mode, for reference
+
+Every run trains the same images (--num_steps batches per replica); the table shows global steps
+and seconds to --target_accuracy, the final accuracy, the measured staleness and how many
+gradients the drop remedy discarded.
+
+  python experiments/stale_gradients.py                         # a few minutes on 2 cores
+  python experiments/stale_gradients.py --mode=between_graph --remedies=none,drop,warmup
+"""
+import dataclasses
+
+from absl import app
+from absl import flags
+
+from experiments import common
+from experiments import four_combos
+
+REMEDIES = ('none', 'lr_scaled', 'drop', 'inverse', 'warmup', 'sync')
+MODES = ('in_graph', 'between_graph')
+FLAGS = flags.FLAGS
+
+
+def remedy_run(remedy, mode, options, max_staleness, warmup_steps):
+    """(combination, options, extra tfhp flags) of one remedy."""
+    combo = '%s_%s' % (mode, 'sync' if remedy == 'sync' else 'async')
+    if remedy == 'lr_scaled':
+        options = dataclasses.replace(options,
+                                      learning_rate=options.learning_rate / options.num_replicas)
+    extra = {'drop': ['--max_gradient_staleness=%d' % max_staleness],
+             'inverse': ['--scale_stale_gradients'],
+             'warmup': ['--async_warmup_steps=%d' % warmup_steps]}.get(remedy, [])
+    return combo, options, extra
+
+
+def run(remedies, mode, options, data_dir, work_dir, max_staleness, warmup_steps,
+        extra_flags=()):
+    """One `four_combos` record per remedy, labelled with it."""
+    records = []
+    for remedy in remedies:
+        combo, remedy_options, extra = remedy_run(remedy, mode, options, max_staleness,
+                                                  warmup_steps)
+        record = four_combos.run_combo(combo, remedy_options, data_dir, work_dir,
+                                       list(extra_flags) + extra, label=remedy)
+        records.append(dict(record, study='stale_gradients', remedy=remedy, mode=mode))
+    return records
+
+
+TABLE = four_combos.TABLE[:6] + [('staleness mean', 'staleness_mean', '%.2f'),
+                                 ('max', 'staleness_max', '%d'),
+                                 ('dropped stale', 'stale_gradients_dropped', '%d')]
+
+
+def main(_):
+    common.check_choices('remedies', FLAGS.remedies, REMEDIES)
+    options, data_dir = four_combos.study_setup()
+    records = run(FLAGS.remedies, FLAGS.mode, options, data_dir, FLAGS.work_dir,
+                  FLAGS.max_gradient_staleness, FLAGS.async_warmup_steps, FLAGS.tfhp_flags)
+    print('%s, %d replicas, target accuracy %.2f, %d steps of %d per replica'
+          % (FLAGS.mode, options.num_replicas, options.target_accuracy, options.num_steps,
+             options.batch_size))
+    common.print_table(records, TABLE)
+    common.write_records(records, FLAGS.result_file)
+
+
+if __name__ == '__main__':
+    four_combos.define_study_flags(four_combos.Options(num_replicas=4),
+                                   'tfhp_stale_gradients')
+    flags.DEFINE_list('remedies', list(REMEDIES), 'Remedies to compare: %s.' % ', '.join(
+        REMEDIES))
+    flags.DEFINE_enum('mode', 'in_graph', MODES, 'Asynchronous in-graph replicas (threads) '
+                      'or between-graph workers (processes).')
+    flags.DEFINE_integer('max_gradient_staleness', 2, 'drop: the oldest gradient kept.')
+    flags.DEFINE_integer('async_warmup_steps', 50, 'warmup: global steps of one replica.')
+    app.run(main)

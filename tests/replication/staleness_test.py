@@ -1,0 +1,171 @@
+"""Gradient staleness: measured exactly, the remedies' arithmetic, the warm-up wait, refusals."""
+import threading
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tests import testing
+from tfhp import benchmark
+from tfhp import cli
+from tfhp import config as config_lib
+from tfhp import replication
+from tfhp import session as session_lib
+from tfhp import step
+from tfhp import topology as topology_lib
+from tfhp.pipelines import constant
+from tfhp.replication import parameter_server
+from tfhp.replication import staleness
+
+LR = 0.5
+IMAGES = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)  # gradient of the loss: mean row (2, 3)
+
+
+def _linear(images, labels):
+    del labels
+    w = tf.get_variable('w', [2], initializer=tf.zeros_initializer())
+    logits = images * w
+    return tf.reduce_mean(tf.reduce_sum(logits, 1)), logits
+
+
+def _run_steps(reads, **remedies):
+    """Steps a one-tower wrapped parameter server at global step 5, feeding `reads` as each
+    step's read of global_step; returns (w after each step, final counters)."""
+    topology = topology_lib.Topology.local('cpu', 1)
+    with tf.Graph().as_default():
+        global_step = tf.train.get_or_create_global_step()
+        manager = staleness.Staleness(
+            parameter_server.ParameterServer(topology.tower_devices, ('/cpu:0',)), '/cpu:0',
+            **remedies)
+        ops = step.build_train_step(constant.ConstantPipeline(IMAGES, np.zeros([2], np.int32)),
+                                    _linear, manager,
+                                    lambda: tf.train.GradientDescentOptimizer(LR), topology)
+        w = tf.global_variables('w')[0]
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            sess.run(global_step.assign(5))
+            weights = []
+            for read in reads:
+                sess.run(ops.train_op, {manager.step_reads[0]: read})
+                weights.append(sess.run(w))
+            return weights, sess.run(manager.counters())
+
+
+def test_staleness_is_the_updates_between_read_and_apply():
+    # Global step 5 then 6: reads 5 (fresh), 3 (3 updates behind), 7 - 7 = 0 again.
+    weights, counts = _run_steps([5, 3, 7])
+    assert counts == {'staleness_count': 3, 'staleness_sum': 3, 'staleness_max': 3,
+                      'stale_gradients_dropped': 0}
+    np.testing.assert_allclose(weights[-1], [-3 * LR * 2, -3 * LR * 3], rtol=1e-6)
+    assert staleness.summary([counts, counts])['staleness_mean'] == 1.0
+
+
+def test_gradients_older_than_the_threshold_are_dropped():
+    weights, counts = _run_steps([5, 3, 6], max_staleness=2)
+    np.testing.assert_allclose(weights[0], [-LR * 2, -LR * 3], rtol=1e-6)
+    np.testing.assert_allclose(weights[1], weights[0], rtol=1e-6)  # staleness 3 > 2: dropped
+    np.testing.assert_allclose(weights[2], [-LR * 2 * 2, -LR * 3 * 2], rtol=1e-6)  # 7 - 6 = 1
+    assert counts['stale_gradients_dropped'] == 1 and counts['staleness_count'] == 3
+
+
+def test_gradients_are_scaled_by_one_over_staleness():
+    weights, _ = _run_steps([5, 2], scale_by_staleness=True)
+    np.testing.assert_allclose(weights[0], [-LR * 2, -LR * 3], rtol=1e-6)  # 0: unscaled
+    np.testing.assert_allclose(weights[1] - weights[0], [-LR * 2 / 4, -LR * 3 / 4],
+                               rtol=1e-6)  # global step 6 - 2 = 4
+
+
+def test_synchronous_steps_measure_zero_and_async_replicas_measure_more():
+    sync = benchmark.run(testing.small_config(num_batches=4, device={'num_devices': 2},
+                                              staleness={'measure_staleness': True}),
+                         log=lambda _: None)
+    assert (sync['staleness_count'], sync['staleness_max']) == (5, 0)  # 1 warm-up + 4
+    asynchronous = benchmark.run(testing.small_config(
+        num_batches=15, device={'num_devices': 2}, cluster={'cross_replica_sync': False},
+        staleness={'async_warmup_steps': 3}), log=lambda _: None)
+    # 3 steps of replica 0 alone, then (1 warm-up + 15) per replica: one count per update.
+    assert asynchronous['staleness_count'] == asynchronous['global_step'] == 3 + 2 * 16
+    assert asynchronous['num_steps'] == 3 + 2 * 15
+    assert asynchronous['staleness_max'] >= 1 and asynchronous['staleness_mean'] > 0
+
+
+def test_only_asynchronous_or_measured_runs_are_wrapped():
+    topology = topology_lib.Topology.local('cpu', 2)
+    sync = config_lib.ClusterConfig()
+    asynchronous = config_lib.ClusterConfig(cross_replica_sync=False)
+    make = replication.make_variable_manager
+    assert not isinstance(make(config_lib.ReplicationConfig(), topology, sync),
+                          staleness.Staleness)
+    assert isinstance(make(config_lib.ReplicationConfig(), topology, asynchronous),
+                      staleness.Staleness)
+    assert isinstance(make(config_lib.ReplicationConfig(variable_update='replicated'), topology,
+                           sync, config_lib.StalenessConfig(measure_staleness=True)),
+                      staleness.Staleness)
+
+
+def test_a_joining_replica_waits_for_the_warm_up_steps():
+    with tf.Graph().as_default():
+        global_step = tf.train.get_or_create_global_step()
+        increment = global_step.assign_add(1)
+        hook = staleness.JoinAfterStepHook(global_step, 3, timeout_s=30, poll_s=0.01)
+        with tf.Session() as sess:
+            sess.run(global_step.initializer)
+
+            def chief():
+                for _ in range(3):
+                    sess.run(increment)
+            thread = threading.Thread(target=chief)
+            thread.start()
+            hook.after_create_session(sess, None)
+            thread.join()
+            assert sess.run(global_step) == 3
+        late = staleness.JoinAfterStepHook(global_step, 10, timeout_s=0.2, poll_s=0.01)
+        with tf.Session() as sess:
+            sess.run(global_step.initializer)
+            with pytest.raises(TimeoutError, match='10 warm-up steps.*global step is 0'):
+                late.after_create_session(sess, None)
+
+
+@pytest.mark.parametrize('sections, message', [
+    ({'staleness': {'max_gradient_staleness': 2}}, '--max_gradient_staleness apply to '
+     'asynchronous training'),
+    ({'cluster': {'job_name': 'worker', 'worker_hosts': ('127.0.0.1:2001',),
+                  'ps_hosts': ('127.0.0.1:2002',), 'cross_replica_sync': False},
+      'replication': {'variable_update': 'distributed_replicated'},
+      'staleness': {'scale_stale_gradients': True, 'async_warmup_steps': 5}},
+     '--scale_stale_gradients, --async_warmup_steps need --variable_update=parameter_server'),
+    ({'staleness': {'measure_staleness': True},
+      'cluster': {'job_name': 'worker', 'worker_hosts': ('127.0.0.1:2001',),
+                  'ps_hosts': ('127.0.0.1:2002',)}}, '--measure_staleness applies in-graph'),
+    ({'cluster': {'job_name': 'worker', 'worker_hosts': ('127.0.0.1:2001', '127.0.0.1:2003'),
+                  'ps_hosts': ('127.0.0.1:2002',), 'cross_replica_sync': False},
+      'staleness': {'async_warmup_steps': 5}}, 'the chief takes only 4 steps'),
+    ({'staleness': {'max_gradient_staleness': -1}}, '--max_gradient_staleness must be >= 0'),
+    ({'run': {'max_ckpts_to_keep': -1}}, '--max_ckpts_to_keep must be >= 0'),
+])
+def test_bad_settings_are_refused_naming_the_flag(sections, message):
+    with pytest.raises(config_lib.ConfigError, match=message):
+        testing.small_config(**sections)
+
+
+def test_flags_reach_the_config():
+    cli.FLAGS(['tfhp', '--cross_replica_sync=false', '--max_gradient_staleness=4',
+               '--scale_stale_gradients', '--async_warmup_steps=20', '--max_ckpts_to_keep=0'])
+    try:
+        cfg = cli.config_from_flags(cli.FLAGS)
+    finally:
+        cli.FLAGS.unparse_flags()
+    assert cfg.staleness == config_lib.StalenessConfig(
+        max_gradient_staleness=4, scale_stale_gradients=True, async_warmup_steps=20)
+    assert cfg.run.max_ckpts_to_keep == 0
+
+
+def test_counters_exist_before_the_graph_is_finalized():
+    built = benchmark.build(testing.small_config(device={'num_devices': 2},
+                                                 cluster={'cross_replica_sync': False}))
+    assert built.graph.finalized
+    with tf.Session(graph=built.graph, config=session_lib.config_proto(2)) as sess:
+        sess.run(built.init)
+        assert sess.run(built.manager.counters()) == {
+            'staleness_count': 0, 'staleness_sum': 0, 'staleness_max': 0,
+            'stale_gradients_dropped': 0}
