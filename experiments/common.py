@@ -27,10 +27,6 @@ from tfhp.data import synthetic
 
 run_tfhp = sweep.run_tfhp
 
-# TODO(lead): drop once between-graph workers run the staging warm-up (#5): today
-# `tfhp.distributed` does not, so a staged real-data pipeline fails its first step there.
-CLUSTER_INPUT_FLAGS = ('--staged_input=false',)
-
 # A job's outcome: the launcher's summary, {(job, index): result dict} of every worker (and
 # controller) that wrote one, and the end of the job's output when it failed (else None).
 ClusterRun = collections.namedtuple('ClusterRun', ['summary', 'results', 'error'])

@@ -256,6 +256,8 @@ def _step_runner(sess, fetches, cfg):
 def _train_loop(sess, built, step_after, cfg, start_step, by_global_step, log):
     """Warm-up and timed steps; returns their durations, end times and global steps."""
     run_cfg = cfg.run
+    # Fill this worker's staging areas (its own input pipeline) before the first step.
+    session_lib.warm_up(sess, built.ops.warmup_ops)
     run_step = _step_runner(sess, [built.ops.train_op, step_after], cfg)
     end = start_step + run_cfg.num_warmup_batches + run_cfg.num_batches
     step = start_step

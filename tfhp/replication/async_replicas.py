@@ -13,16 +13,6 @@ from tfhp.ops import scopes
 from tfhp.replication import base
 
 
-def _mean(grads):
-    """Mean of one variable's tower gradients: dense tensors, or IndexedSlices kept sparse."""
-    if len(grads) == 1:
-        return grads[0]
-    if isinstance(grads[0], tf.IndexedSlices):
-        return tf.IndexedSlices(tf.concat([g.values for g in grads], 0) / len(grads),
-                                tf.concat([g.indices for g in grads], 0), grads[0].dense_shape)
-    return tf.add_n(grads) / len(grads)
-
-
 def mean_over_towers(tower_grads, device):
     """This worker's gradient per variable: the mean over its towers, computed on `device`.
 
@@ -36,7 +26,7 @@ def mean_over_towers(tower_grads, device):
     with tf.name_scope(scopes.AGGREGATE), tf.device(device):
         for per_var in zip(*tower_grads):
             grads = [g for g, _ in per_var]
-            result.append((None if grads[0] is None else _mean(grads), per_var[0][1]))
+            result.append((None if grads[0] is None else base.mean_gradient(grads), per_var[0][1]))
     return result
 
 

@@ -6,11 +6,23 @@ batch b per tower make the same update as one tower with batch N*b.
 import abc
 import collections
 
+import tensorflow.compat.v1 as tf
+
 Update = collections.namedtuple('Update', [
     'train_op',       # applies one step's update and increments global_step
     'post_init_ops',  # run once after variable initialisation or restore (copy tower 0 -> others)
     'hooks',          # SessionRunHooks every worker must install
 ])
+
+
+def mean_gradient(grads):
+    """Mean of one variable's tower gradients: dense tensors, or IndexedSlices kept sparse."""
+    if len(grads) == 1:
+        return grads[0]
+    if isinstance(grads[0], tf.IndexedSlices):
+        return tf.IndexedSlices(tf.concat([g.values for g in grads], 0) / len(grads),
+                                tf.concat([g.indices for g in grads], 0), grads[0].dense_shape)
+    return tf.add_n(grads) / len(grads)
 
 
 class VariableManager(abc.ABC):

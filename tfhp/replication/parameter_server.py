@@ -54,7 +54,6 @@ class ParameterServer(base.VariableManager):
             self._staged) else []
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        num_towers = len(tower_grads)
         grads_and_vars = []
         with tf.name_scope(scopes.AGGREGATE):
             for per_var in zip(*tower_grads):
@@ -64,9 +63,7 @@ class ParameterServer(base.VariableManager):
                 if self._staged:
                     var = self._staged.variable(var)
                 with tf.device(var.device):
-                    grads = [g for g, _ in per_var]
-                    total = grads[0] if num_towers == 1 else tf.add_n(grads)
-                    grads_and_vars.append((total / num_towers, var))
+                    grads_and_vars.append((base.mean_gradient([g for g, _ in per_var]), var))
         # Staged puts read the variables before this step's update changes them.
         puts = self._staged.put_ops() if self._staged else []
         with tf.name_scope(scopes.APPLY), tf.control_dependencies(puts):
