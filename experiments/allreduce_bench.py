@@ -13,7 +13,6 @@ figures measure the adds, the splitting and the scheduling, with memcpy as the y
   python experiments/allreduce_bench.py                           # full figures
   python experiments/allreduce_bench.py --devices=2 --sizes=1k,64k --repeats=2
 """
-import json
 import statistics
 import time
 
@@ -22,10 +21,10 @@ from absl import flags
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from experiments import common
 from tfhp import compat
 from tfhp import devices as devices_lib
 from tfhp import session as session_lib
-from tfhp import timing
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
 from tfhp.ops import ring
@@ -146,10 +145,7 @@ def main(_):
         print('%-13s %3d %10d %12.1f %12.3f %12.3f' % (
             r['algorithm'], r['num_devices'], r['bytes'], r['seconds_p50'] * 1e6,
             r['algbw_bytes_per_sec'] / 1e9, r['busbw_bytes_per_sec'] / 1e9))
-    for r in records:
-        print(json.dumps(r, sort_keys=True))
-        if FLAGS.result_file:
-            timing.append_json(FLAGS.result_file, r)
+    common.write_records(records, FLAGS.result_file)
 
 
 if __name__ == '__main__':

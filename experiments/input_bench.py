@@ -19,17 +19,16 @@ Data sets are generated (tfhp.data.synthetic, JPEG) under --data_root unless the
   python experiments/input_bench.py --settings= --num_batches=100      # pipelining study only
 """
 import collections
-import json
 import os
 import tempfile
 
 from absl import app
 from absl import flags
 
+from experiments import common
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
-from tfhp import timing
 from tfhp.data import synthetic
 
 # name: (model, output image size, stored image size, batch size, training examples)
@@ -136,10 +135,7 @@ def main(_):
         print('%-10s %-9s %-34s %12.1f %10.2f %9s' % (
             r['setting'], r['model'], r['label'], r['images_per_sec'], r['step_time_ms'],
             '%.3f' % ratio if ratio else ''))
-    for r in results:
-        print(json.dumps(r, sort_keys=True))
-        if FLAGS.result_file:
-            timing.append_json(FLAGS.result_file, r)
+    common.write_records(results, FLAGS.result_file)
 
 
 if __name__ == '__main__':

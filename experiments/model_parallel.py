@@ -10,7 +10,6 @@ the only difference. Prints a table and one JSON line per mode (and appends to -
   python experiments/model_parallel.py                   # 2 virtual CPU devices, small MLP
   python experiments/model_parallel.py --num_devices=4 --width=8192 --device=gpu
 """
-import json
 import time
 
 from absl import app
@@ -18,11 +17,11 @@ from absl import flags
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from experiments import common
 from tfhp import compat
 from tfhp import replication
 from tfhp import session as session_lib
 from tfhp import step
-from tfhp import timing
 from tfhp import topology as topology_lib
 from tfhp.config import ReplicationConfig
 from tfhp.models import sliced_mlp
@@ -92,10 +91,7 @@ def main(_):
         print('%-8s %12.2f %14.1f %16.2e' % (mode, r['step_time_ms']['p50'],
                                               r['images_per_sec'],
                                               r['max_loss_diff_vs_single']))
-    for r in results.values():
-        print(json.dumps(r, sort_keys=True))
-        if FLAGS.result_file:
-            timing.append_json(FLAGS.result_file, r)
+    common.write_records(list(results.values()), FLAGS.result_file)
 
 
 if __name__ == '__main__':

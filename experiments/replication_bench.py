@@ -9,15 +9,14 @@ variant's own one-device figure. Prints a table and one JSON line per run (appen
   python experiments/replication_bench.py                      # full figures (a few minutes)
   python experiments/replication_bench.py --devices=1,2 --num_batches=2 --variants=replicated
 """
-import json
 
 from absl import app
 from absl import flags
 
+from experiments import common
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
-from tfhp import timing
 
 # name -> (ReplicationConfig fields, ClusterConfig fields)
 VARIANTS = {
@@ -99,10 +98,7 @@ def main(_):
         print('%-30s %7d %12.1f %10.2f %10s' % (
             r['variant'], r['num_devices'], r['images_per_sec'], r['step_time_ms_p50'],
             '%.2f' % r['scaling_efficiency'] if 'scaling_efficiency' in r else '-'))
-    for r in results:
-        print(json.dumps(r, sort_keys=True))
-        if FLAGS.result_file:
-            timing.append_json(FLAGS.result_file, r)
+    common.write_records(results, FLAGS.result_file)
 
 
 if __name__ == '__main__':

@@ -9,7 +9,6 @@ runs NCHW. Prints a table and one JSON line per result (appended to --result_fil
   python experiments/runner_overhead.py                       # CPU defaults, a few minutes
   python experiments/runner_overhead.py --device=gpu --models=resnet50 --batch_size=64
 """
-import json
 import statistics
 import time
 
@@ -17,12 +16,12 @@ from absl import app
 from absl import flags
 import tensorflow.compat.v1 as tf
 
+from experiments import common
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp import devices
 from tfhp import session as session_lib
-from tfhp import timing
 
 flags.DEFINE_list('models', ['trivial', 'lenet', 'alexnet', 'resnet50'], 'Models to measure.')
 flags.DEFINE_list('bn_models', ['resnet50'], 'Models for the fused vs composite comparison.')
@@ -103,11 +102,7 @@ def main(_):
     if not nchw:
         print('NCHW: not measured, this TensorFlow build\'s %s kernels reject it'
               % FLAGS.device.upper())
-    for r in results:
-        r['device'] = FLAGS.device
-        print(json.dumps(r, sort_keys=True))
-        if FLAGS.result_file:
-            timing.append_json(FLAGS.result_file, r)
+    common.write_records([dict(r, device=FLAGS.device) for r in results], FLAGS.result_file)
 
 
 if __name__ == '__main__':
