@@ -5,7 +5,6 @@ variable to the ps per step whatever its number of towers, then applies it to th
 variables at once: no worker waits for another, so a slow or dead worker slows or stops no one.
 Variables live where the placement manager (a `ParameterServer` over the ps tasks) puts them.
 """
-import contextlib
 
 import tensorflow.compat.v1 as tf
 
@@ -30,7 +29,7 @@ def mean_over_towers(tower_grads, device):
     return result
 
 
-class AsyncReplicas(base.VariableManager):
+class AsyncReplicas(base.PlacementDelegate):
     """Every worker updates the shared variables alone, one step at a time.
 
     Args:
@@ -40,19 +39,8 @@ class AsyncReplicas(base.VariableManager):
     """
 
     def __init__(self, placement, worker_device):
-        self._placement = placement
+        super().__init__(placement)
         self._worker_device = worker_device
-
-    @contextlib.contextmanager
-    def tower_scope(self, tower):
-        with self._placement.tower_scope(tower):
-            yield
-
-    def trainable_variables(self, tower):
-        return self._placement.trainable_variables(tower)
-
-    def savable_variables(self):
-        return self._placement.savable_variables()
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
         grads_and_vars = mean_over_towers(tower_grads, self._worker_device)

@@ -71,3 +71,23 @@ class VariableManager(abc.ABC):
     def counters(self):
         """Named scalar tensors the run reports (e.g. dropped gradients); {} when none."""
         return {}
+
+
+class PlacementDelegate(VariableManager):
+    """A manager that takes another manager's placement and replaces only the update.
+
+    Args:
+      placement: the VariableManager whose tower scopes, variables and checkpoint names are used.
+    """
+
+    def __init__(self, placement):
+        self._placement = placement
+
+    def tower_scope(self, tower):
+        return self._placement.tower_scope(tower)
+
+    def trainable_variables(self, tower):
+        return self._placement.trainable_variables(tower)
+
+    def savable_variables(self):
+        return self._placement.savable_variables()

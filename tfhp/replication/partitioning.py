@@ -26,7 +26,7 @@ def split_large_variables(num_shards, min_bytes):
     return getter
 
 
-class Partitioned(base.VariableManager):
+class Partitioned(base.PlacementDelegate):
     """A placement manager whose large variables are split (placement only: no apply).
 
     Args:
@@ -36,7 +36,7 @@ class Partitioned(base.VariableManager):
     """
 
     def __init__(self, placement, num_shards, min_bytes):
-        self._placement = placement
+        super().__init__(placement)
         self._getter = split_large_variables(num_shards, min_bytes)
 
     @contextlib.contextmanager
@@ -44,12 +44,6 @@ class Partitioned(base.VariableManager):
         with self._placement.tower_scope(tower), tf.variable_scope(
                 tf.get_variable_scope(), custom_getter=self._getter):
             yield
-
-    def trainable_variables(self, tower):
-        return self._placement.trainable_variables(tower)
-
-    def savable_variables(self):
-        return self._placement.savable_variables()
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
         raise NotImplementedError('Partitioned places variables only; wrap it in AsyncReplicas '

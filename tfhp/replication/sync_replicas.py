@@ -31,7 +31,6 @@ R = 3): the global step ran at 28 steps/s, as if there were no straggler, i.e. s
 synchronous; with spares, fast replicas burn steps on stale leftover tokens. Here a replica sends
 at most one gradient per step, and dropped gradients are counted.
 """
-import contextlib
 import threading
 
 import tensorflow.compat.v1 as tf
@@ -91,7 +90,7 @@ def _take(accumulator, grad, num_required):
     return accumulator.take_grad(num_required)
 
 
-class SyncReplicas(base.VariableManager):
+class SyncReplicas(base.PlacementDelegate):
     """Synchronous steps over the workers of a between-graph job, with spare replicas.
 
     Args:
@@ -109,23 +108,12 @@ class SyncReplicas(base.VariableManager):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
-        self._placement = placement
+        super().__init__(placement)
         self._worker_device = worker_device
         self._replicas_to_aggregate = replicas_to_aggregate
         self._num_replicas = num_replicas
         self._is_chief = is_chief
         self._dropped = None
-
-    @contextlib.contextmanager
-    def tower_scope(self, tower):
-        with self._placement.tower_scope(tower):
-            yield
-
-    def trainable_variables(self, tower):
-        return self._placement.trainable_variables(tower)
-
-    def savable_variables(self):
-        return self._placement.savable_variables()
 
     def counters(self):
         """{name: tensor} of this worker's counts, read for the run's result.
