@@ -14,3 +14,5 @@ run distributed python experiments/distributed_bench.py --workers=1,2,4 --steps=
 run four_combos python experiments/four_combos.py --result_file="$OUT/four_combos.jsonl"
 run backup_workers python experiments/ablations.py --ablations=backup_workers --result_file="$OUT/ablations.jsonl"
 run model_parallel python experiments/model_parallel.py --result_file="$OUT/model_parallel.jsonl"
+run stale_gradients python experiments/stale_gradients.py --result_file="$OUT/stale.jsonl"
+run softmax_ps python experiments/softmax_ps.py --result_file="$OUT/softmax.jsonl"
