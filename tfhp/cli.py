@@ -4,6 +4,7 @@ Flags are read here and nowhere else. Where tf_cnn_benchmarks has a flag for the
 the name and meaning are the same, so its command lines re-run here. A configuration that cannot
 work exits with status 2 and one line naming the flag, before any graph is built.
 """
+import dataclasses
 import os
 import sys
 
@@ -146,27 +147,28 @@ flags.DEFINE_integer('async_warmup_steps', 0, 'Asynchronous: the first replica t
                      'for this many global steps before the others join.')
 
 
+def _section(cls, values, **overrides):
+    """cls built from the flags named like its fields (every config field is a flag name)."""
+    fields = {f.name: getattr(values, f.name) for f in dataclasses.fields(cls)
+              if f.name not in overrides}
+    return cls(**fields, **overrides)
+
+
 def _cluster_config(values, tf_config):
     """The ClusterConfig of the cluster flags, or of TF_CONFIG when --job_name is not given."""
     if values.job_name or not tf_config:
-        fields = dict(job_name=values.job_name, task_index=values.task_index,
-                      ps_hosts=tuple(values.ps_hosts), worker_hosts=tuple(values.worker_hosts),
-                      controller_host=values.controller_host)
+        hosts = dict(job_name=values.job_name, task_index=values.task_index,
+                     ps_hosts=tuple(values.ps_hosts), worker_hosts=tuple(values.worker_hosts),
+                     controller_host=values.controller_host)
     else:
         from tfhp.cluster import tf_config as tf_config_lib  # pylint: disable=g-import-not-at-top
-        fields = tf_config_lib.cluster_fields(tf_config)
+        hosts = tf_config_lib.cluster_fields(tf_config)
     try:
         stragglers = tuple(int(w) for w in values.straggler_workers)
     except ValueError:
         raise config_lib.ConfigError('--straggler_workers must list worker indices, got %r'
                                      % ','.join(values.straggler_workers)) from None
-    return config_lib.ClusterConfig(
-        graph_mode=values.graph_mode, cross_replica_sync=values.cross_replica_sync,
-        replicas_to_aggregate=values.replicas_to_aggregate,
-        total_num_replicas=values.total_num_replicas, straggler_workers=stragglers,
-        straggler_delay_ms=values.straggler_delay_ms, peer_timeout_s=values.peer_timeout_s,
-        step_timeout_s=values.step_timeout_s, save_model_secs=values.save_model_secs,
-        partition_min_bytes=values.partition_min_bytes, **fields)
+    return _section(config_lib.ClusterConfig, values, straggler_workers=stragglers, **hosts)
 
 
 def config_from_flags(values, tf_config=''):
@@ -177,59 +179,15 @@ def config_from_flags(values, tf_config=''):
       tf_config: the TF_CONFIG environment variable's value; used when --job_name is empty.
     """
     return config_lib.BenchmarkConfig(
-        model=config_lib.ModelConfig(
-            name=values.model, batch_size=values.batch_size, image_size=values.image_size,
-            num_classes=values.num_classes, data_format=values.data_format,
-            fuse_batchnorm=values.fuse_batchnorm),
-        optimizer=config_lib.OptimizerConfig(
-            optimizer=values.optimizer, learning_rate=values.learning_rate,
-            momentum=values.momentum, rmsprop_decay=values.rmsprop_decay,
-            rmsprop_epsilon=values.rmsprop_epsilon, adam_beta1=values.adam_beta1,
-            adam_beta2=values.adam_beta2, adam_epsilon=values.adam_epsilon,
-            weight_decay=values.weight_decay, gradient_clip=values.gradient_clip,
-            piecewise_learning_rate_schedule=values.piecewise_learning_rate_schedule,
-            num_learning_rate_warmup_epochs=values.num_learning_rate_warmup_epochs,
-            learning_rate_base_batch_size=values.learning_rate_base_batch_size),
-        device=config_lib.DeviceConfig(
-            device=values.device, num_devices=values.num_devices,
-            local_parameter_device=values.local_parameter_device,
-            num_intra_threads=values.num_intra_threads,
-            num_inter_threads=values.num_inter_threads),
-        replication=config_lib.ReplicationConfig(
-            variable_update=values.variable_update, all_reduce_spec=values.all_reduce_spec,
-            hierarchical_copy=values.hierarchical_copy,
-            gradient_repacking=values.gradient_repacking,
-            agg_small_grads_max_bytes=values.agg_small_grads_max_bytes,
-            agg_small_grads_max_group=values.agg_small_grads_max_group,
-            gradient_transfer_dtype=values.gradient_transfer_dtype,
-            staged_vars=values.staged_vars),
-        run=config_lib.RunConfig(
-            num_batches=values.num_batches, num_warmup_batches=values.num_warmup_batches,
-            display_every=values.display_every, tf_random_seed=values.tf_random_seed,
-            train_dir=values.train_dir, save_model_steps=values.save_model_steps,
-            eval=values.eval, print_training_accuracy=values.print_training_accuracy,
-            result_file=values.result_file, max_ckpts_to_keep=values.max_ckpts_to_keep),
-        profile=config_lib.ProfileConfig(
-            trace_file=values.trace_file, trace_step=values.trace_step,
-            trace_memory=values.trace_memory, summary_verbosity=values.summary_verbosity,
-            save_summaries_steps=values.save_summaries_steps),
+        model=_section(config_lib.ModelConfig, values, name=values.model),
+        optimizer=_section(config_lib.OptimizerConfig, values),
+        device=_section(config_lib.DeviceConfig, values),
+        replication=_section(config_lib.ReplicationConfig, values),
+        run=_section(config_lib.RunConfig, values),
+        profile=_section(config_lib.ProfileConfig, values),
         cluster=_cluster_config(values, tf_config),
-        data=config_lib.DataConfig(
-            data_dir=values.data_dir, data_name=values.data_name,
-            use_datasets=values.use_datasets,
-            datasets_num_private_threads=values.datasets_num_private_threads,
-            datasets_prefetch_buffer_size=values.datasets_prefetch_buffer_size,
-            record_input_parallelism=values.record_input_parallelism,
-            record_input_buffer_size=values.record_input_buffer_size,
-            record_input_shift_ratio=values.record_input_shift_ratio,
-            distortions=values.distortions, distort_color=values.distort_color,
-            staged_input=values.staged_input,
-            skip_corrupt_records=values.skip_corrupt_records, input_only=values.input_only),
-        staleness=config_lib.StalenessConfig(
-            measure_staleness=values.measure_staleness,
-            max_gradient_staleness=values.max_gradient_staleness,
-            scale_stale_gradients=values.scale_stale_gradients,
-            async_warmup_steps=values.async_warmup_steps))
+        data=_section(config_lib.DataConfig, values),
+        staleness=_section(config_lib.StalenessConfig, values))
 
 
 def main(argv):
