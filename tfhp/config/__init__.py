@@ -1,0 +1,69 @@
+"""Plain, frozen configuration objects, one per concern, validated on construction.
+
+Flags are parsed once at the edge (`tfhp.cli`, experiment scripts) and turned into a
+`BenchmarkConfig`; library code takes explicit arguments unpacked from these objects and never
+reads flags. Every check that needs no TensorFlow lives here, so that a flag that cannot work is
+refused before any graph is built; checks that need to ask the runtime (is there a GPU, does
+this build run NCHW) live in `tfhp.devices`.
+
+  errors.py       ConfigError, and `require`, the check every section raises it through
+  model.py        ModelConfig (network, batch and image size, data format)
+  optimizer.py    OptimizerConfig and parse_piecewise_schedule
+  device.py       DeviceConfig (cpu/gpu, towers per process, thread pools)
+  replication.py  ReplicationConfig and the variable_update / all-reduce names
+  run.py          RunConfig (steps, seed, checkpoints, eval, result file)
+  cluster.py      ClusterConfig (jobs, graph mode, sync, stragglers) and check_address
+  profile.py      ProfileConfig (step trace, summaries)
+  data.py         DataConfig (data directory, RecordInput or tf.data settings)
+  staleness.py    StalenessConfig (measuring stale gradients, and remedies)
+  benchmark.py    BenchmarkConfig, and the checks that span sections
+
+Each section checks only its own fields; a check that reads two sections lives in
+benchmark.py. The names below are re-exported so that callers write `config_lib.ModelConfig`.
+"""
+from tfhp.config import benchmark
+from tfhp.config import cluster
+from tfhp.config import data
+from tfhp.config import device
+from tfhp.config import errors
+from tfhp.config import model
+from tfhp.config import optimizer
+from tfhp.config import profile
+from tfhp.config import replication
+from tfhp.config import run
+from tfhp.config import staleness
+
+ConfigError = errors.ConfigError
+
+DATA_FORMATS = model.DATA_FORMATS
+ModelConfig = model.ModelConfig
+
+OPTIMIZERS = optimizer.OPTIMIZERS
+OptimizerConfig = optimizer.OptimizerConfig
+parse_piecewise_schedule = optimizer.parse_piecewise_schedule
+
+DEVICES = device.DEVICES
+DeviceConfig = device.DeviceConfig
+
+VARIABLE_UPDATES = replication.VARIABLE_UPDATES
+DISTRIBUTED_VARIABLE_UPDATES = replication.DISTRIBUTED_VARIABLE_UPDATES
+ALL_REDUCE_UPDATES = replication.ALL_REDUCE_UPDATES
+TRANSFER_DTYPES = replication.TRANSFER_DTYPES
+ReplicationConfig = replication.ReplicationConfig
+
+RunConfig = run.RunConfig
+
+JOB_NAMES = cluster.JOB_NAMES
+GRAPH_MODES = cluster.GRAPH_MODES
+check_address = cluster.check_address
+ClusterConfig = cluster.ClusterConfig
+
+SUMMARY_VERBOSITIES = profile.SUMMARY_VERBOSITIES
+ProfileConfig = profile.ProfileConfig
+
+IMAGE_DTYPES = data.IMAGE_DTYPES
+DataConfig = data.DataConfig
+
+StalenessConfig = staleness.StalenessConfig
+
+BenchmarkConfig = benchmark.BenchmarkConfig

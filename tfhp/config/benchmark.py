@@ -1,0 +1,144 @@
+"""BenchmarkConfig: every section of one run, and the checks that span sections."""
+import dataclasses
+
+from tfhp.config import cluster as cluster_lib
+from tfhp.config import data as data_lib
+from tfhp.config import device as device_lib
+from tfhp.config import errors
+from tfhp.config import model as model_lib
+from tfhp.config import optimizer as optimizer_lib
+from tfhp.config import profile as profile_lib
+from tfhp.config import replication as replication_lib
+from tfhp.config import run as run_lib
+from tfhp.config import staleness as staleness_lib
+from tfhp.ops import allreduce_spec
+
+
+def _check_in_graph_replication(cfg):
+    """Replication settings that depend on other sections (devices, run, cluster)."""
+    replication = cfg.replication
+    spec = replication.all_reduce_spec
+    errors.require(not spec or 'nccl' not in allreduce_spec.algorithm_names(spec) or
+                   cfg.device.device == 'gpu',
+                   '--all_reduce_spec=%s uses nccl, which runs on GPUs only; with --device=cpu '
+                   'use xring, pscpu, psgpu or collective', spec)
+    errors.require(not (replication.staged_vars and cfg.run.eval),
+                   '--staged_vars stages training reads; it does not apply with --eval')
+    in_graph = not cfg.cluster.job_name or cfg.cluster.graph_mode == 'in_graph'
+    in_graph_async = in_graph and not cfg.cluster.cross_replica_sync
+    errors.require(not in_graph_async or (replication.variable_update == 'parameter_server' and
+                                          not replication.staged_vars),
+                   'in-graph asynchronous training (--cross_replica_sync=false in one process or '
+                   'with --graph_mode=in_graph) needs --variable_update=parameter_server without '
+                   '--staged_vars')
+    errors.require(not in_graph_async or not (cfg.profile.trace_file or
+                                              cfg.profile.save_summaries_steps),
+                   'in-graph asynchronous training runs one step per thread: --trace_file and '
+                   '--save_summaries_steps do not apply')
+
+
+def _check_cluster(cfg):
+    """Cluster settings that depend on other sections (replication, run)."""
+    cluster, update = cfg.cluster, cfg.replication.variable_update
+    distributed_updates = replication_lib.DISTRIBUTED_VARIABLE_UPDATES
+    errors.require(cluster.enabled or update not in distributed_updates,
+                   '--variable_update=%s needs a cluster (--job_name, --worker_hosts, ... or '
+                   'TF_CONFIG)', update)
+    errors.require(cluster.save_model_secs is None or cfg.run.train_dir,
+                   '--save_model_secs needs --train_dir')
+    errors.require(not cluster.partition_min_bytes or update == 'parameter_server',
+                   '--partition_min_bytes splits parameter-server variables; it needs '
+                   '--variable_update=parameter_server, got %r', update)
+    if not cluster.enabled:
+        return
+    errors.require(not cfg.run.eval, '--eval runs in one process; drop --job_name')
+    errors.require(not cfg.replication.staged_vars, '--staged_vars is for one-process runs')
+    if cluster.graph_mode == 'in_graph':
+        errors.require(update not in distributed_updates,
+                       '--variable_update=%s builds a graph per worker; use '
+                       '--graph_mode=between_graph', update)
+        errors.require(cluster.replicas_to_aggregate is None,
+                       '--replicas_to_aggregate (spare replicas) needs --graph_mode=between_graph')
+        errors.require(cluster.cross_replica_sync or update == 'parameter_server',
+                       'in-graph asynchronous training (--cross_replica_sync=false) needs '
+                       '--variable_update=parameter_server')
+        return
+    errors.require(update in ('parameter_server',) + distributed_updates,
+                   '--variable_update=%s is in-graph; between-graph jobs take '
+                   'parameter_server, %s', update, ', '.join(distributed_updates))
+    errors.require(cluster.job_name != 'ps' or cluster.ps_hosts, '--job_name=ps needs --ps_hosts')
+    if update == 'collective_all_reduce':
+        errors.require(cluster.cross_replica_sync,
+                       '--variable_update=collective_all_reduce is synchronous; drop '
+                       '--cross_replica_sync=false')
+        errors.require(cluster.replicas_to_aggregate in (None, cluster.num_workers),
+                       '--variable_update=collective_all_reduce has no spare replicas; drop '
+                       '--replicas_to_aggregate')
+    else:
+        errors.require(cluster.ps_hosts, '--variable_update=%s between workers needs --ps_hosts',
+                       update)
+
+
+def _check_staleness(cfg):
+    """Staleness settings that depend on the cluster and replication sections."""
+    remedies = cfg.staleness.remedies
+    errors.require(not remedies or not cfg.cluster.cross_replica_sync,
+                   '%s apply to asynchronous training: add --cross_replica_sync=false',
+                   ', '.join(remedies))
+    errors.require(not remedies or cfg.replication.variable_update == 'parameter_server',
+                   '%s need --variable_update=parameter_server, got %r', ', '.join(remedies),
+                   cfg.replication.variable_update)
+    chief_steps = cfg.run.num_warmup_batches + cfg.run.num_batches
+    errors.require(not (cfg.cluster.enabled and cfg.cluster.graph_mode == 'between_graph' and
+                        cfg.staleness.async_warmup_steps > chief_steps),
+                   '--async_warmup_steps=%d: the chief takes only %d steps '
+                   '(--num_warmup_batches + --num_batches), so the other workers would never join',
+                   cfg.staleness.async_warmup_steps, chief_steps)
+    errors.require(not (cfg.staleness.measure_staleness and cfg.cluster.enabled and
+                        cfg.cluster.graph_mode == 'between_graph'),
+                   '--measure_staleness applies in-graph: between-graph synchronous steps drop '
+                   'late gradients (counted in dropped_gradients), and asynchronous jobs always '
+                   'measure it')
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchmarkConfig:
+    """Everything one benchmark run needs; built once from flags."""
+    model: model_lib.ModelConfig = dataclasses.field(default_factory=model_lib.ModelConfig)
+    optimizer: optimizer_lib.OptimizerConfig = dataclasses.field(
+        default_factory=optimizer_lib.OptimizerConfig)
+    device: device_lib.DeviceConfig = dataclasses.field(default_factory=device_lib.DeviceConfig)
+    replication: replication_lib.ReplicationConfig = dataclasses.field(
+        default_factory=replication_lib.ReplicationConfig)
+    run: run_lib.RunConfig = dataclasses.field(default_factory=run_lib.RunConfig)
+    cluster: cluster_lib.ClusterConfig = dataclasses.field(
+        default_factory=cluster_lib.ClusterConfig)
+    profile: profile_lib.ProfileConfig = dataclasses.field(
+        default_factory=profile_lib.ProfileConfig)
+    data: data_lib.DataConfig = dataclasses.field(default_factory=data_lib.DataConfig)
+    staleness: staleness_lib.StalenessConfig = dataclasses.field(
+        default_factory=staleness_lib.StalenessConfig)
+
+    def __post_init__(self):
+        # Profiling settings that depend on other sections.
+        profile, run = self.profile, self.run
+        errors.require(not (profile.trace_file and run.eval),
+                       '--trace_file traces a training step; it does not apply with --eval')
+        errors.require(not profile.trace_file or profile.trace_step <= run.num_batches,
+                       '--trace_step=%d is after the last step (--num_batches=%d)',
+                       profile.trace_step, run.num_batches)
+        writes_summaries = profile.save_summaries_steps and profile.summary_verbosity
+        errors.require(not writes_summaries or (run.train_dir and not run.eval),
+                       '--save_summaries_steps writes training summaries to --train_dir: it needs '
+                       '--train_dir and does not apply with --eval')
+        _check_in_graph_replication(self)
+        _check_cluster(self)
+        _check_staleness(self)
+        errors.require(not (self.data.input_only and (run.eval or run.train_dir or
+                                                      self.cluster.job_name)),
+                       '--input_only times this process\'s input pipeline alone; it does not '
+                       'apply with --eval, --train_dir or a cluster job')
+
+    def to_dict(self):
+        """A JSON-serialisable dict of every setting (for result files)."""
+        return dataclasses.asdict(self)

@@ -1,0 +1,125 @@
+"""ClusterConfig: a multi-process job on the gRPC runtime, and host:port checks."""
+import dataclasses
+import re
+from typing import Optional, Tuple
+
+from tfhp.config import errors
+
+JOB_NAMES = ('ps', 'worker', 'controller')
+GRAPH_MODES = ('between_graph', 'in_graph')
+_ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$')
+
+
+def check_address(address, flag):
+    """Raises ConfigError unless `address` is host:port with a port in 1..65535."""
+    match = _ADDRESS.match(address)
+    errors.require(match and 0 < int(match.group(2)) < 65536,
+                   '%s: %r is not a host:port address (port 1-65535)', flag, address)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterConfig:
+    """A multi-process job on TensorFlow's gRPC runtime (tfhp.cluster); empty: one process.
+
+    Attributes:
+      job_name: this task's job: 'ps', 'worker' or 'controller'; '' when there is no cluster.
+      task_index: this task's index in its job.
+      ps_hosts, worker_hosts: host:port of every task of each job.
+      controller_host: host:port of the in-graph client when it is not worker 0.
+      graph_mode: 'between_graph' (a graph per worker) or 'in_graph' (one client builds towers
+        on every worker and drives them through one session).
+      cross_replica_sync: synchronous steps (SyncReplicasOptimizer or all-reduce); False:
+        every worker applies its own gradients as soon as they are ready.
+      replicas_to_aggregate: gradients that make one synchronous step (None: every worker);
+        fewer than total_num_replicas leaves the rest as spare (backup) replicas.
+      total_num_replicas: workers taking part in synchronous steps (None: every worker).
+      straggler_workers: worker indices that sleep straggler_delay_ms before every step.
+      straggler_delay_ms: injected delay, for experiments on stragglers and spares.
+      peer_timeout_s: bound on waiting for a peer task to answer or for the chief's init.
+      step_timeout_s: bound on one step (a synchronous step waits for other workers).
+      save_model_secs: the chief also checkpoints every this many seconds (None: off).
+      partition_min_bytes: variables of at least this many bytes are split over the ps tasks
+        in equal slices (a fixed-size partitioner); 0 never splits.
+    """
+    job_name: str = ''
+    task_index: int = 0
+    ps_hosts: Tuple[str, ...] = ()
+    worker_hosts: Tuple[str, ...] = ()
+    controller_host: str = ''
+    graph_mode: str = 'between_graph'
+    cross_replica_sync: bool = True
+    replicas_to_aggregate: Optional[int] = None
+    total_num_replicas: Optional[int] = None
+    straggler_workers: Tuple[int, ...] = ()
+    straggler_delay_ms: float = 0.0
+    peer_timeout_s: float = 60.0
+    step_timeout_s: float = 600.0
+    save_model_secs: Optional[float] = None
+    partition_min_bytes: int = 0
+
+    def __post_init__(self):
+        if not self.job_name:
+            errors.require(not (self.ps_hosts or self.worker_hosts or self.controller_host),
+                           '--ps_hosts/--worker_hosts/--controller_host need --job_name')
+            return
+        errors.require(self.job_name in JOB_NAMES, '--job_name must be one of %s, got %r',
+                       JOB_NAMES, self.job_name)
+        errors.require(self.worker_hosts, '--job_name=%s needs --worker_hosts', self.job_name)
+        for flag, hosts in (('--ps_hosts', self.ps_hosts), ('--worker_hosts', self.worker_hosts),
+                            ('--controller_host', (self.controller_host,) if
+                             self.controller_host else ())):
+            for address in hosts:
+                check_address(address, flag)
+        every = list(self.ps_hosts) + list(self.worker_hosts) + [self.controller_host]
+        duplicates = sorted(set(a for a in every if a and every.count(a) > 1))
+        errors.require(not duplicates, 'address %s is given to more than one task', duplicates)
+        num_tasks = len(self.hosts(self.job_name))
+        errors.require(0 <= self.task_index < num_tasks,
+                       '--task_index=%d is outside job %r, which has %d task(s)', self.task_index,
+                       self.job_name, num_tasks)
+        errors.require(self.graph_mode in GRAPH_MODES, '--graph_mode must be one of %s, got %r',
+                       GRAPH_MODES, self.graph_mode)
+        errors.require(self.graph_mode == 'in_graph' or not self.controller_host,
+                       '--controller_host needs --graph_mode=in_graph')
+        num_workers = len(self.worker_hosts)
+        errors.require(self.total_num_replicas in (None, num_workers),
+                       '--total_num_replicas=%s but --worker_hosts lists %d worker(s)',
+                       self.total_num_replicas, num_workers)
+        errors.require(self.replicas_to_aggregate is None or
+                       1 <= self.replicas_to_aggregate <= num_workers,
+                       '--replicas_to_aggregate=%s must be in 1..%d (the number of workers)',
+                       self.replicas_to_aggregate, num_workers)
+        errors.require(self.cross_replica_sync or self.replicas_to_aggregate is None,
+                       '--replicas_to_aggregate needs --cross_replica_sync')
+        bad = [w for w in self.straggler_workers if not 0 <= w < num_workers]
+        errors.require(not bad, '--straggler_workers %s: no such worker (there are %d)', bad,
+                       num_workers)
+        errors.require(self.straggler_delay_ms >= 0, '--straggler_delay_ms must be >= 0, got %s',
+                       self.straggler_delay_ms)
+        errors.require(self.peer_timeout_s > 0, '--peer_timeout_s must be positive, got %s',
+                       self.peer_timeout_s)
+        errors.require(self.step_timeout_s > 0, '--step_timeout_s must be positive, got %s',
+                       self.step_timeout_s)
+        errors.require(self.save_model_secs is None or self.save_model_secs > 0,
+                       '--save_model_secs must be positive, got %s', self.save_model_secs)
+        errors.require(self.partition_min_bytes >= 0, '--partition_min_bytes must be >= 0, got %s',
+                       self.partition_min_bytes)
+
+    @property
+    def enabled(self):
+        """Whether this process is one task of a cluster."""
+        return bool(self.job_name)
+
+    @property
+    def num_workers(self):
+        return len(self.worker_hosts)
+
+    def hosts(self, job_name):
+        """Addresses of the tasks of `job_name`."""
+        if job_name == 'controller':
+            return (self.controller_host,) if self.controller_host else ()
+        return {'ps': self.ps_hosts, 'worker': self.worker_hosts}[job_name]
+
+    def jobs(self):
+        """{job name: addresses} of every non-empty job (a ClusterSpec's dict)."""
+        return {job: list(self.hosts(job)) for job in JOB_NAMES if self.hosts(job)}

@@ -1,0 +1,69 @@
+"""DataConfig: where input comes from and how the input pipeline is built."""
+import dataclasses
+from typing import Optional
+
+from tfhp.config import errors
+
+IMAGE_DTYPES = ('float32', 'float16', 'bfloat16')
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Where input comes from and how the input pipeline is built (tfhp.pipelines).
+
+    Attributes:
+      data_dir: directory of TFRecord shards in the ImageNet format; None: synthetic data.
+      data_name: the data set's expected name ('imagenet', or the name in the directory's
+        dataset_info.json); None accepts what the directory holds.
+      use_datasets: read through tf.data instead of RecordInput + staging.
+      datasets_num_private_threads: tf.data private thread pool size (0: shared pool).
+      datasets_prefetch_buffer_size: batches tf.data prefetches on the host.
+      record_input_parallelism: RecordInput reader threads.
+      record_input_buffer_size: records in RecordInput's shuffle buffer.
+      record_input_shift_ratio: fraction of the file list RecordInput readers skip at the
+        start (workers sharing files use task / num_workers).
+      distortions: random crop and flip of training images.
+      distort_color: random colour distortion of training images.
+      staged_input: software-pipeline input and compute (staging areas, warm-up); false runs
+        read, preprocess and compute one after another each step.
+      skip_corrupt_records: skip and count records that fail to parse or decode.
+      input_only: time the input pipeline alone (no model).
+      image_dtype: dtype of the images the pipeline stages onto the devices (16-bit halves the
+        bytes staged and copied); the model casts them to float32.
+    """
+    data_dir: Optional[str] = None
+    data_name: Optional[str] = None
+    use_datasets: bool = False
+    datasets_num_private_threads: int = 0
+    datasets_prefetch_buffer_size: int = 1
+    record_input_parallelism: int = 16
+    record_input_buffer_size: int = 10000
+    record_input_shift_ratio: float = 0.0
+    distortions: bool = True
+    distort_color: bool = False
+    staged_input: bool = True
+    skip_corrupt_records: bool = False
+    input_only: bool = False
+    image_dtype: str = 'float32'
+
+    def __post_init__(self):
+        for flag in ('data_name', 'use_datasets', 'skip_corrupt_records'):
+            errors.require(self.data_dir or not getattr(self, flag),
+                           '--%s needs --data_dir (synthetic data has no files)', flag)
+        errors.require(self.datasets_num_private_threads >= 0,
+                       '--datasets_num_private_threads must be >= 0, got %s',
+                       self.datasets_num_private_threads)
+        errors.require(self.datasets_prefetch_buffer_size >= 1,
+                       '--datasets_prefetch_buffer_size must be >= 1, got %s',
+                       self.datasets_prefetch_buffer_size)
+        errors.require(self.record_input_parallelism >= 1,
+                       '--record_input_parallelism must be >= 1, got %s',
+                       self.record_input_parallelism)
+        errors.require(self.record_input_buffer_size >= 1,
+                       '--record_input_buffer_size must be >= 1, got %s',
+                       self.record_input_buffer_size)
+        errors.require(self.image_dtype in IMAGE_DTYPES, '--image_dtype must be one of %s, got %r',
+                       IMAGE_DTYPES, self.image_dtype)
+        errors.require(0.0 <= self.record_input_shift_ratio < 1.0,
+                       '--record_input_shift_ratio must be in [0, 1), got %s',
+                       self.record_input_shift_ratio)

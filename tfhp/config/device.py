@@ -1,0 +1,37 @@
+"""DeviceConfig: where towers run, and the thread pools."""
+import dataclasses
+
+from tfhp.config import errors
+
+DEVICES = ('cpu', 'gpu')
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceConfig:
+    """Where towers run.
+
+    Attributes:
+      device: 'cpu' or 'gpu'.
+      num_devices: towers in this process (virtual CPU devices when device is 'cpu').
+      local_parameter_device: 'cpu' or 'gpu': where parameter-server variables live locally.
+      num_intra_threads, num_inter_threads: TensorFlow thread pools; 0 lets TF choose.
+    """
+    device: str = 'cpu'
+    num_devices: int = 1
+    local_parameter_device: str = 'cpu'
+    num_intra_threads: int = 0
+    num_inter_threads: int = 0
+
+    def __post_init__(self):
+        errors.require(self.device in DEVICES, '--device must be one of %s, got %r', DEVICES,
+                       self.device)
+        errors.require(self.local_parameter_device in DEVICES,
+                       '--local_parameter_device must be one of %s, got %r', DEVICES,
+                       self.local_parameter_device)
+        errors.require(self.num_devices >= 1, '--num_devices must be >= 1, got %s',
+                       self.num_devices)
+        for flag in ('num_intra_threads', 'num_inter_threads'):
+            errors.require(getattr(self, flag) >= 0, '--%s must be >= 0 (0: TF decides), got %s',
+                           flag, getattr(self, flag))
+        errors.require(not (self.device == 'cpu' and self.local_parameter_device == 'gpu'),
+                       '--local_parameter_device=gpu needs --device=gpu')

@@ -1,0 +1,84 @@
+"""ReplicationConfig: variable placement and gradient aggregation across towers."""
+import dataclasses
+
+from tfhp.config import errors
+from tfhp.ops import allreduce_spec
+
+VARIABLE_UPDATES = ('parameter_server', 'replicated', 'independent')
+# Need a cluster (tfhp.cluster): variables copied per worker device, or no parameter server at all.
+DISTRIBUTED_VARIABLE_UPDATES = ('distributed_replicated', 'collective_all_reduce')
+VARIABLE_UPDATES += DISTRIBUTED_VARIABLE_UPDATES
+# Variable updates that all-reduce gradients (the ones --all_reduce_spec and packing apply to).
+ALL_REDUCE_UPDATES = ('replicated',)
+TRANSFER_DTYPES = ('float32', 'float16', 'bfloat16')
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicationConfig:
+    """How variables are placed and gradients aggregated across towers.
+
+    Attributes:
+      variable_update: one of VARIABLE_UPDATES.
+      all_reduce_spec: all-reduce algorithm(s) for the all-reduce updates, in tf_cnn_benchmarks'
+        syntax (`tfhp.ops.allreduce_spec`); '' picks the default (copy to the local parameter
+        device, or --hierarchical_copy).
+      hierarchical_copy: all-reduce in two groups of towers, then across the groups.
+      gradient_repacking: if > 0, concatenate all gradients and cut them into this many packs
+        before the all-reduce.
+      agg_small_grads_max_bytes: if > 0, concatenate runs of gradients of at most this many
+        bytes (at most agg_small_grads_max_group per pack) before the all-reduce.
+      agg_small_grads_max_group: see agg_small_grads_max_bytes.
+      gradient_transfer_dtype: cast float32 gradients to this dtype for the all-reduce.
+      staged_vars: parameter_server reads variables through staging areas (one-step-stale
+        weights; see tfhp.replication.staged_vars).
+    """
+    variable_update: str = 'parameter_server'
+    all_reduce_spec: str = ''
+    hierarchical_copy: bool = False
+    gradient_repacking: int = 0
+    agg_small_grads_max_bytes: int = 0
+    agg_small_grads_max_group: int = 10
+    gradient_transfer_dtype: str = 'float32'
+    staged_vars: bool = False
+
+    def __post_init__(self):
+        errors.require(self.variable_update in VARIABLE_UPDATES,
+                       '--variable_update must be one of %s, got %r', VARIABLE_UPDATES,
+                       self.variable_update)
+        self._check_all_reduce()
+        errors.require(not self.staged_vars or self.variable_update == 'parameter_server',
+                       '--staged_vars works with --variable_update=parameter_server only, got %r',
+                       self.variable_update)
+
+    def _check_all_reduce(self):
+        if self.all_reduce_spec:
+            try:
+                allreduce_spec.parse(self.all_reduce_spec)
+            except ValueError as e:
+                raise errors.ConfigError('--%s' % e) from None
+        errors.require(self.gradient_repacking >= 0, '--gradient_repacking must be >= 0, got %s',
+                       self.gradient_repacking)
+        errors.require(self.agg_small_grads_max_bytes >= 0,
+                       '--agg_small_grads_max_bytes must be >= 0, got %s',
+                       self.agg_small_grads_max_bytes)
+        errors.require(self.agg_small_grads_max_group >= 1,
+                       '--agg_small_grads_max_group must be >= 1, got %s',
+                       self.agg_small_grads_max_group)
+        errors.require(not (self.gradient_repacking and self.agg_small_grads_max_bytes),
+                       '--gradient_repacking and --agg_small_grads_max_bytes both pack gradients; '
+                       'use one')
+        errors.require(self.gradient_transfer_dtype in TRANSFER_DTYPES,
+                       '--gradient_transfer_dtype must be one of %s, got %r', TRANSFER_DTYPES,
+                       self.gradient_transfer_dtype)
+        used = [flag for flag, value in (
+            ('--all_reduce_spec', self.all_reduce_spec),
+            ('--hierarchical_copy', self.hierarchical_copy),
+            ('--gradient_repacking', self.gradient_repacking),
+            ('--agg_small_grads_max_bytes', self.agg_small_grads_max_bytes),
+            ('--gradient_transfer_dtype', self.gradient_transfer_dtype != 'float32')) if value]
+        errors.require(not used or self.variable_update in ALL_REDUCE_UPDATES,
+                       '%s applies to --variable_update in %s only, got %r', ', '.join(used),
+                       ALL_REDUCE_UPDATES, self.variable_update)
+        errors.require(not (self.all_reduce_spec and self.hierarchical_copy),
+                       '--hierarchical_copy and --all_reduce_spec both choose the all-reduce; '
+                       'use one')

@@ -1,0 +1,50 @@
+"""RunConfig: how long to run, what to print and where to write."""
+import dataclasses
+from typing import Optional
+
+from tfhp.config import errors
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """How long to run, what to print and where to write.
+
+    Attributes:
+      num_batches: timed steps.
+      num_warmup_batches: untimed steps first (graph optimisation, allocator warm-up).
+      display_every: print a progress line every this many steps.
+      tf_random_seed: seed of every random op (synthetic data, initialisers, shuffling).
+      train_dir: checkpoints are written here and a run resumes from the latest one.
+      save_model_steps: also checkpoint every this many steps (None: only at the end).
+      eval: evaluate the checkpoint in train_dir (top-1/top-5) instead of training.
+      print_training_accuracy: compute and print top-1/top-5 of training batches.
+      result_file: append one JSON line per run here.
+      max_ckpts_to_keep: checkpoints kept in train_dir, oldest deleted first; 0 keeps every one
+        (experiments evaluate each of them afterwards).
+    """
+    num_batches: int = 100
+    num_warmup_batches: int = 10
+    display_every: int = 10
+    tf_random_seed: int = 1234
+    train_dir: Optional[str] = None
+    save_model_steps: Optional[int] = None
+    eval: bool = False
+    print_training_accuracy: bool = False
+    result_file: Optional[str] = None
+    max_ckpts_to_keep: int = 3
+
+    def __post_init__(self):
+        errors.require(self.max_ckpts_to_keep >= 0, '--max_ckpts_to_keep must be >= 0, got %s',
+                       self.max_ckpts_to_keep)
+        errors.require(self.num_batches >= 1, '--num_batches must be >= 1, got %s',
+                       self.num_batches)
+        errors.require(self.num_warmup_batches >= 0, '--num_warmup_batches must be >= 0, got %s',
+                       self.num_warmup_batches)
+        errors.require(self.display_every >= 1, '--display_every must be >= 1, got %s',
+                       self.display_every)
+        errors.require(self.save_model_steps is None or self.save_model_steps >= 1,
+                       '--save_model_steps must be >= 1, got %s', self.save_model_steps)
+        errors.require(self.save_model_steps is None or self.train_dir,
+                       '--save_model_steps needs --train_dir')
+        errors.require(not self.eval or self.train_dir,
+                       '--eval needs --train_dir (the checkpoint to evaluate)')
