@@ -3,10 +3,16 @@ import collections
 import itertools
 import os
 import time
+import warnings
 
 import tensorflow.compat.v1 as tf
 
 from tfhp import timing
+
+
+# TensorFlow sizes its inter-op pool and the CPU device's intra-op pool once per process, from
+# the first session's ConfigProto, and silently ignores the sizes later sessions ask for.
+_process_thread_pools = []
 
 
 def config_proto(num_cpu_devices=1, num_intra_threads=0, num_inter_threads=0,
@@ -15,7 +21,20 @@ def config_proto(num_cpu_devices=1, num_intra_threads=0, num_inter_threads=0,
 
     Soft placement is off by default so that an op that cannot run where tfhp put it fails
     loudly instead of moving silently (which would falsify a measurement).
+
+    Warns (RuntimeWarning) when an earlier ConfigProto of this process asked for other thread
+    pool sizes: TensorFlow keeps the first session's pools for the whole process, so a
+    measurement that needs other sizes must run in a process of its own.
     """
+    pools = (num_intra_threads, num_inter_threads)
+    if not _process_thread_pools:
+        _process_thread_pools.append(pools)
+    elif _process_thread_pools[0] != pools:
+        warnings.warn(
+            'num_intra_threads=%d, num_inter_threads=%d are ignored: TensorFlow keeps the '
+            'thread pools of the first session of this process (%d, %d); run this '
+            'configuration in a process of its own' % (pools + _process_thread_pools[0]),
+            RuntimeWarning, stacklevel=2)
     proto = tf.ConfigProto(device_count={'CPU': num_cpu_devices},
                            intra_op_parallelism_threads=num_intra_threads,
                            inter_op_parallelism_threads=num_inter_threads,
