@@ -14,8 +14,8 @@
 One-process configurations run as `python -m tfhp`, jobs through `tfhp.launch`; a configuration
 tfhp refuses is listed with its reason. Prints a table and one JSON line per configuration.
 
-  python experiments/ablations.py                               # all, ~10 minutes on 2 cores
-  python experiments/ablations.py --ablations=backup_workers --straggler_delay_ms=500
+  python -m experiments.ablations                               # all, ~10 minutes on 2 cores
+  python -m experiments.ablations --ablations=backup_workers --straggler_delay_ms=500
 """
 import collections
 import os

@@ -10,8 +10,8 @@ run, and so is the floor: the median time of a `session.run` of a no-op, which e
 includes. On virtual CPU devices a cross-device "copy" hands over the buffer without copying, so the
 figures measure the adds, the splitting and the scheduling, with memcpy as the yardstick.
 
-  python experiments/allreduce_bench.py                           # full figures
-  python experiments/allreduce_bench.py --devices=2 --sizes=1k,64k --repeats=2
+  python -m experiments.allreduce_bench                           # full figures
+  python -m experiments.allreduce_bench --devices=2 --sizes=1k,64k --repeats=2
 """
 import statistics
 import time

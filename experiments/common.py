@@ -59,8 +59,12 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0):
     return ClusterRun(summary, results, error)
 
 
-def run_child(argv, timeout_s=600.0):
-    """Runs `python <argv>`; its last line of output must be one JSON record.
+# The checkout holding the `experiments` package: children run `python -m` from there.
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_child(module, args, timeout_s=600.0):
+    """Runs `python -m <module> <args>` from the checkout; its last output line must be JSON.
 
     For configurations that need a process of their own (e.g. in-process gRPC servers, which
     TensorFlow cannot stop).
@@ -69,8 +73,8 @@ def run_child(argv, timeout_s=600.0):
     """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
     try:
-        proc = subprocess.run([sys.executable] + list(argv), capture_output=True, text=True,
-                              timeout=timeout_s, env=env)
+        proc = subprocess.run([sys.executable, '-m', module] + list(args), capture_output=True,
+                              text=True, timeout=timeout_s, env=env, cwd=REPO_ROOT)
     except subprocess.TimeoutExpired:
         return None, 'timed out after %g s' % timeout_s
     lines = proc.stdout.strip().splitlines()

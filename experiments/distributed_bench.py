@@ -11,8 +11,8 @@ Studies (each job is started by `tfhp.launch`, every task its own process):
 Prints a table and appends one JSON line per job (the launcher's summary plus the study's
 labels) to --output.
 
-  python experiments/distributed_bench.py --output=distributed.jsonl   # tens of minutes
-  python experiments/distributed_bench.py --studies=null --workers=1,2 --steps=20
+  python -m experiments.distributed_bench --output=distributed.jsonl   # tens of minutes
+  python -m experiments.distributed_bench --studies=null --workers=1,2 --steps=20
 """
 import shutil
 import sys

@@ -16,8 +16,8 @@ without start-up or checkpoint writing), global steps/sec, images/sec, final acc
 measured gradient staleness (`tfhp.replication.staleness`: 0 for synchronous in-graph steps; a
 synchronous job drops late gradients instead, counted as dropped).
 
-  python experiments/four_combos.py                        # all four, a few minutes on 2 cores
-  python experiments/four_combos.py --combo=in_graph_async --num_replicas=4 --result_file=r.jsonl
+  python -m experiments.four_combos                        # all four, a few minutes on 2 cores
+  python -m experiments.four_combos --combo=in_graph_async --num_replicas=4 --result_file=r.jsonl
 """
 import dataclasses
 import glob

@@ -7,8 +7,8 @@ Three ways to train one wide MLP on a fixed global batch with SGD:
 All three compute the same updates (the script checks the losses agree), so the step time is
 the only difference. Prints a table and one JSON line per mode (and appends to --result_file).
 
-  python experiments/model_parallel.py                   # 2 virtual CPU devices, small MLP
-  python experiments/model_parallel.py --num_devices=4 --width=8192 --device=gpu
+  python -m experiments.model_parallel                   # 2 virtual CPU devices, small MLP
+  python -m experiments.model_parallel --num_devices=4 --width=8192 --device=gpu
 """
 import time
 

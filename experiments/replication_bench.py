@@ -6,8 +6,8 @@ scheduling work, never compute). Scaling efficiency is images/sec on N devices o
 variant's own one-device figure. Prints a table and one JSON line per run (appended to
 --result_file if given).
 
-  python experiments/replication_bench.py                      # full figures (a few minutes)
-  python experiments/replication_bench.py --devices=1,2 --num_batches=2 --variants=replicated
+  python -m experiments.replication_bench                      # full figures (a few minutes)
+  python -m experiments.replication_bench --devices=1,2 --num_batches=2 --variants=replicated
 """
 
 from absl import app

@@ -6,8 +6,8 @@ alternating for several rounds; the overhead is 1 - runner/bare of the median im
 Then batch-norm models run fused and composite, and every model NHWC and NCHW where the device
 runs NCHW. Prints a table and one JSON line per result (appended to --result_file if given).
 
-  python experiments/runner_overhead.py                       # CPU defaults, a few minutes
-  python experiments/runner_overhead.py --device=gpu --models=resnet50 --batch_size=64
+  python -m experiments.runner_overhead                       # CPU defaults, a few minutes
+  python -m experiments.runner_overhead --device=gpu --models=resnet50 --batch_size=64
 """
 import statistics
 import time

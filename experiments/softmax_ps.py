@@ -16,8 +16,8 @@ client drives a replica per worker task, each in its own thread and applying its
 (asynchronous, as between-graph workers do; `tfhp.async_runner`). Reported: tokens/sec over all
 replicas, step time, the loss before and after, and the bytes each ps task holds.
 
-  python experiments/softmax_ps.py                       # 1, 2, 4 ps x full, sampled
-  python experiments/softmax_ps.py --num_ps=1,2,4,8 --vocab_size=200000 --result_file=s.jsonl
+  python -m experiments.softmax_ps                       # 1, 2, 4 ps x full, sampled
+  python -m experiments.softmax_ps --num_ps=1,2,4,8 --vocab_size=200000 --result_file=s.jsonl
 """
 import dataclasses
 import json
@@ -142,7 +142,7 @@ def run_all(num_ps_list, options, timeout_s):
     for num_ps in num_ps_list:
         for softmax in SOFTMAXES:
             record, error = common.run_child(
-                [os.path.abspath(__file__), '--child=%d:%s' % (num_ps, softmax)] + option_flags,
+                'experiments.softmax_ps', ['--child=%d:%s' % (num_ps, softmax)] + option_flags,
                 timeout_s)
             records.append(record or {'study': 'softmax_ps', 'num_ps': num_ps,
                                       'softmax': softmax, 'error': error})

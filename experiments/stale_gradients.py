@@ -14,8 +14,8 @@ Every run trains the same images (--num_steps batches per replica); the table sh
 and seconds to --target_accuracy, the final accuracy, the measured staleness and how many
 gradients the drop remedy discarded.
 
-  python experiments/stale_gradients.py                         # a few minutes on 2 cores
-  python experiments/stale_gradients.py --mode=between_graph --remedies=none,drop,warmup
+  python -m experiments.stale_gradients                         # a few minutes on 2 cores
+  python -m experiments.stale_gradients --mode=between_graph --remedies=none,drop,warmup
 """
 import dataclasses
 
