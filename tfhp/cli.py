@@ -135,6 +135,8 @@ flags.DEFINE_boolean('staged_input', True, 'Software-pipeline input and compute 
 flags.DEFINE_boolean('skip_corrupt_records', False, 'Skip and count records that do not parse '
                      'or decode instead of failing.')
 flags.DEFINE_boolean('input_only', False, 'Time the input pipeline alone, without a model.')
+flags.DEFINE_enum('image_dtype', 'float32', config_lib.IMAGE_DTYPES, 'Dtype of the images '
+                  'staged onto the devices; the model casts them to float32.')
 # Gradient staleness (tfhp.replication.staleness): always measured in asynchronous training;
 # the remedies apply to it (--cross_replica_sync=false).
 flags.DEFINE_boolean('measure_staleness', False, 'Also measure gradient staleness in '

@@ -9,8 +9,11 @@ def make_model_fn(model_spec, num_classes, data_format='NHWC', fuse_batchnorm=Tr
     """Returns model_fn(images, labels) -> (cross-entropy loss, logits) for one tower.
 
     The L2 term is added by the step builder, which knows which variables a tower owns.
+    Images of any float dtype are cast to float32, the dtype the model computes in (a 16-bit
+    input pipeline only halves what is staged and copied).
     """
     def model_fn(images, labels):
+        images = tf.cast(images, tf.float32, name='model_input')
         builder = layers.LayerBuilder(data_format=data_format, is_training=is_training,
                                       fuse_batchnorm=fuse_batchnorm)
         logits = model_spec.build(builder, images, num_classes)

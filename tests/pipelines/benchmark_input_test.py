@@ -1,6 +1,7 @@
 """The runner on real (generated) data: data-set classes, both pipelines, input-only mode,
 corrupt records named or skipped, bad data directories refused before building."""
 import pytest
+import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tests.pipelines import shapes
@@ -37,6 +38,18 @@ def test_input_only_mode_times_the_pipeline_alone(data_dir):
     result = benchmark.run(_config(data_dir, input_only=True), log=lambda _: None)
     assert result['mode'] == 'input_only' and result['num_params'] == 0
     assert result['num_steps'] == 3 and result['images_per_sec'] > 0
+
+
+@pytest.mark.parametrize('use_datasets', [False, True])
+def test_16_bit_images_reach_the_model_and_train(data_dir, use_datasets):
+    cfg = _config(data_dir, use_datasets=use_datasets, image_dtype='float16')
+    casts = [op for op in benchmark.build(cfg).graph.get_operations()
+             if op.name.endswith('model_input')]
+    assert casts and all(op.inputs[0].dtype == tf.float16 for op in casts)
+    result = benchmark.run(cfg, log=lambda _: None)
+    assert 0 < result['final_loss'] < 10
+    float32 = benchmark.build(_config(data_dir, use_datasets=use_datasets)).graph
+    assert not [op for op in float32.get_operations() if op.name.endswith('model_input')]
 
 
 def _corrupt_dir(tmp_path):

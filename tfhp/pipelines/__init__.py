@@ -4,6 +4,8 @@
 data without a data directory, else the RecordInput pipeline or, with `use_datasets`, the
 tf.data one.
 """
+import tensorflow.compat.v1 as tf
+
 from tfhp.pipelines import datasets
 from tfhp.pipelines import example_format
 from tfhp.pipelines import records
@@ -28,12 +30,13 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
     Raises:
       tfhp.ops.record_input.InputFilesError: the subset's files cannot feed a reader.
     """
+    dtype = tf.as_dtype(data_config.image_dtype)
     if not data_config.data_dir:
         return synthetic.SyntheticPipeline(batch_size, image_size, num_classes,
-                                           data_format=data_format, seed=seed)
+                                           data_format=data_format, seed=seed, dtype=dtype)
     pattern = example_format.shard_pattern(data_config.data_dir,
                                            'train' if train else 'validation')
-    common = dict(train=train, data_format=data_format, distortions=data_config.distortions,
+    common = dict(train=train, data_format=data_format, dtype=dtype, distortions=data_config.distortions,
                   color=data_config.distort_color, seed=seed,
                   staged=data_config.staged_input,
                   skip_corrupt=data_config.skip_corrupt_records)
