@@ -1,6 +1,7 @@
 """The classic ablations: one setting changed at a time, each configuration its own process.
 
-  pipelining      software-pipelined input (staging areas) on and off, real data
+  pipelining      software-pipelined input (staging areas) on and off, real data: lenet at
+                  16x16 from 256x256 JPEGs, where input and compute take about as long
   data_format     NHWC vs NCHW (a CPU build that refuses NCHW shows the refusal)
   batchnorm       fused vs composite batch norm
   variable_update each in-graph variable update and all-reduce on --num_devices devices, and
@@ -64,9 +65,10 @@ def local(label, *args):
 def configurations(ablation, data_dir, num_devices, straggler_delay_ms):
     """The configurations of one ablation (flags beyond the run length)."""
     if ablation == 'pipelining':
-        # trivial at 32x32 computes about as long as its input takes (input_bench).
-        real = ['--model=trivial', '--image_size=32', '--batch_size=64',
-                '--data_dir=' + data_dir]
+        # lenet at 16x16 computes on one core about as long as decoding 256x256 JPEGs takes on
+        # the other (experiments.input_bench's pipelining setting); two session threads.
+        real = ['--model=lenet', '--image_size=16', '--batch_size=64', '--data_dir=' + data_dir,
+                '--num_inter_threads=2', '--num_intra_threads=1']
         return [local('staged input', *real), local('sequential input', '--staged_input=false',
                                                     *real)]
     if ablation == 'data_format':
@@ -116,13 +118,18 @@ def measure(ablation, configuration, run_args, timeout_s):
                 dropped_gradients=run.summary['dropped_gradients'])
 
 
+# The setting each gain is measured against, per ablation that reports one.
+GAIN_REFERENCES = {'pipelining': 'sequential input', 'backup_workers': 'straggler, 3 of 3'}
+
+
 def add_gains(records):
-    """Backup workers: the straggler's step time over the backup-worker step time."""
-    by_setting = {r['setting']: r for r in records if r['ablation'] == 'backup_workers'}
-    awaited = by_setting.get('straggler, 3 of 3', {}).get('step_time_ms')
-    for r in by_setting.values():
-        if awaited and r.get('step_time_ms'):
-            r['step_time_gain'] = awaited / r['step_time_ms']
+    """Each setting's gain: its reference's step time over its own (GAIN_REFERENCES)."""
+    for ablation, reference in GAIN_REFERENCES.items():
+        by_setting = {r['setting']: r for r in records if r['ablation'] == ablation}
+        base = by_setting.get(reference, {}).get('step_time_ms')
+        for r in by_setting.values():
+            if base and r.get('step_time_ms'):
+                r['step_time_gain'] = base / r['step_time_ms']
     return records
 
 
@@ -136,7 +143,8 @@ TABLE = [('ablation', 'ablation', None), ('setting', 'setting', None),
 def main(_):
     common.check_choices('ablations', FLAGS.ablations, ABLATIONS)
     os.makedirs(FLAGS.work_dir, exist_ok=True)
-    data_dir = common.learnable_data(FLAGS.work_dir, image_size=40)  # cropped to 32
+    data_dir = common.learnable_data(FLAGS.work_dir, image_size=256, train_examples=1024,
+                                     validation_examples=20)
     run_args = ['--num_batches=%d' % FLAGS.num_batches,
                 '--num_warmup_batches=%d' % FLAGS.num_warmup_batches,
                 '--display_every=%d' % FLAGS.num_batches] + FLAGS.tfhp_flags

@@ -29,9 +29,12 @@ def test_data_format_runs_nhwc_and_names_why_nchw_does_not():
         'refused: --data_format=NCHW')
 
 
-def test_backup_worker_gain_is_the_awaited_step_time_over_each():
+def test_gains_are_the_reference_step_time_over_each():
     records = [{'ablation': 'backup_workers', 'setting': s, 'step_time_ms': t}
                for s, t in (('no straggler, 3 of 3', 50.0), ('straggler, 3 of 3', 250.0),
                             ('straggler, 2 of 3 (1 backup)', 100.0))]
-    gains = [r['step_time_gain'] for r in ablations.add_gains(records)]
-    assert gains == [5.0, 1.0, 2.5]
+    records += [{'ablation': 'pipelining', 'setting': s, 'step_time_ms': t}
+                for s, t in (('staged input', 40.0), ('sequential input', 50.0))]
+    records.append({'ablation': 'batchnorm', 'setting': 'fused', 'step_time_ms': 9.0})
+    gains = [r.get('step_time_gain') for r in ablations.add_gains(records)]
+    assert gains == [5.0, 1.0, 2.5, 1.25, 1.0, None]
