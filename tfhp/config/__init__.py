@@ -6,7 +6,8 @@ reads flags. Every check that needs no TensorFlow lives here, so that a flag tha
 refused before any graph is built; checks that need to ask the runtime (is there a GPU, does
 this build run NCHW) live in `tfhp.devices`.
 
-  errors.py       ConfigError, and `require`, the check every section raises it through
+  errors.py       ConfigError; `require`, the check every section raises it through, and
+                  require_at_least / require_positive for plain bounds on fields
   model.py        ModelConfig (network, batch and image size, data format)
   optimizer.py    OptimizerConfig and parse_piecewise_schedule
   device.py       DeviceConfig (cpu/gpu, towers per process, thread pools)

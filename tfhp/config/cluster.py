@@ -94,16 +94,9 @@ class ClusterConfig:
         bad = [w for w in self.straggler_workers if not 0 <= w < num_workers]
         errors.require(not bad, '--straggler_workers %s: no such worker (there are %d)', bad,
                        num_workers)
-        errors.require(self.straggler_delay_ms >= 0, '--straggler_delay_ms must be >= 0, got %s',
-                       self.straggler_delay_ms)
-        errors.require(self.peer_timeout_s > 0, '--peer_timeout_s must be positive, got %s',
-                       self.peer_timeout_s)
-        errors.require(self.step_timeout_s > 0, '--step_timeout_s must be positive, got %s',
-                       self.step_timeout_s)
-        errors.require(self.save_model_secs is None or self.save_model_secs > 0,
-                       '--save_model_secs must be positive, got %s', self.save_model_secs)
-        errors.require(self.partition_min_bytes >= 0, '--partition_min_bytes must be >= 0, got %s',
-                       self.partition_min_bytes)
+        errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes')
+        errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
+        errors.require_positive(self, 'save_model_secs', optional=True)
 
     @property
     def enabled(self):

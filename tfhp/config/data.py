@@ -50,18 +50,9 @@ class DataConfig:
         for flag in ('data_name', 'use_datasets', 'skip_corrupt_records'):
             errors.require(self.data_dir or not getattr(self, flag),
                            '--%s needs --data_dir (synthetic data has no files)', flag)
-        errors.require(self.datasets_num_private_threads >= 0,
-                       '--datasets_num_private_threads must be >= 0, got %s',
-                       self.datasets_num_private_threads)
-        errors.require(self.datasets_prefetch_buffer_size >= 1,
-                       '--datasets_prefetch_buffer_size must be >= 1, got %s',
-                       self.datasets_prefetch_buffer_size)
-        errors.require(self.record_input_parallelism >= 1,
-                       '--record_input_parallelism must be >= 1, got %s',
-                       self.record_input_parallelism)
-        errors.require(self.record_input_buffer_size >= 1,
-                       '--record_input_buffer_size must be >= 1, got %s',
-                       self.record_input_buffer_size)
+        errors.require_at_least(self, 0, 'datasets_num_private_threads')
+        errors.require_at_least(self, 1, 'datasets_prefetch_buffer_size',
+                                'record_input_parallelism', 'record_input_buffer_size')
         errors.require(self.image_dtype in IMAGE_DTYPES, '--image_dtype must be one of %s, got %r',
                        IMAGE_DTYPES, self.image_dtype)
         errors.require(0.0 <= self.record_input_shift_ratio < 1.0,

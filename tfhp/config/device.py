@@ -28,10 +28,7 @@ class DeviceConfig:
         errors.require(self.local_parameter_device in DEVICES,
                        '--local_parameter_device must be one of %s, got %r', DEVICES,
                        self.local_parameter_device)
-        errors.require(self.num_devices >= 1, '--num_devices must be >= 1, got %s',
-                       self.num_devices)
-        for flag in ('num_intra_threads', 'num_inter_threads'):
-            errors.require(getattr(self, flag) >= 0, '--%s must be >= 0 (0: TF decides), got %s',
-                           flag, getattr(self, flag))
+        errors.require_at_least(self, 1, 'num_devices')
+        errors.require_at_least(self, 0, 'num_intra_threads', 'num_inter_threads')
         errors.require(not (self.device == 'cpu' and self.local_parameter_device == 'gpu'),
                        '--local_parameter_device=gpu needs --device=gpu')

@@ -27,10 +27,7 @@ class ModelConfig:
     fuse_batchnorm: bool = True
 
     def __post_init__(self):
-        errors.require(self.batch_size is None or self.batch_size > 0,
-                       '--batch_size must be positive, got %s', self.batch_size)
-        errors.require(self.image_size is None or self.image_size > 0,
-                       '--image_size must be positive, got %s', self.image_size)
+        errors.require_positive(self, 'batch_size', 'image_size', optional=True)
         errors.require(self.num_classes > 1, '--num_classes must be at least 2, got %s',
                        self.num_classes)
         errors.require(self.data_format in DATA_FORMATS, '--data_format must be one of %s, got %r',

@@ -42,18 +42,9 @@ class OptimizerConfig:
     def __post_init__(self):
         errors.require(self.optimizer in OPTIMIZERS, '--optimizer must be one of %s, got %r',
                        OPTIMIZERS, self.optimizer)
-        errors.require(self.learning_rate is None or self.learning_rate > 0,
-                       '--learning_rate must be positive, got %s', self.learning_rate)
-        errors.require(self.weight_decay >= 0, '--weight_decay must be >= 0, got %s',
-                       self.weight_decay)
-        errors.require(self.gradient_clip is None or self.gradient_clip > 0,
-                       '--gradient_clip must be positive, got %s', self.gradient_clip)
-        errors.require(self.num_learning_rate_warmup_epochs >= 0,
-                       '--num_learning_rate_warmup_epochs must be >= 0, got %s',
-                       self.num_learning_rate_warmup_epochs)
-        errors.require(self.learning_rate_base_batch_size >= 0,
-                       '--learning_rate_base_batch_size must be >= 0, got %s',
-                       self.learning_rate_base_batch_size)
+        errors.require_positive(self, 'learning_rate', 'gradient_clip', optional=True)
+        errors.require_at_least(self, 0, 'weight_decay', 'num_learning_rate_warmup_epochs',
+                                'learning_rate_base_batch_size')
         if self.piecewise_learning_rate_schedule:
             parse_piecewise_schedule(self.piecewise_learning_rate_schedule)
 

@@ -29,11 +29,10 @@ class ProfileConfig:
     save_summaries_steps: int = 0
 
     def __post_init__(self):
-        errors.require(self.trace_step >= 1, '--trace_step must be >= 1, got %s', self.trace_step)
+        errors.require_at_least(self, 1, 'trace_step')
+        errors.require_at_least(self, 0, 'save_summaries_steps')
         errors.require(self.trace_file or not self.trace_memory,
                        '--trace_memory needs --trace_file')
         errors.require(self.summary_verbosity in SUMMARY_VERBOSITIES,
                        '--summary_verbosity must be one of %s, got %s', SUMMARY_VERBOSITIES,
                        self.summary_verbosity)
-        errors.require(self.save_summaries_steps >= 0,
-                       '--save_summaries_steps must be >= 0, got %s', self.save_summaries_steps)

@@ -56,14 +56,8 @@ class ReplicationConfig:
                 allreduce_spec.parse(self.all_reduce_spec)
             except ValueError as e:
                 raise errors.ConfigError('--%s' % e) from None
-        errors.require(self.gradient_repacking >= 0, '--gradient_repacking must be >= 0, got %s',
-                       self.gradient_repacking)
-        errors.require(self.agg_small_grads_max_bytes >= 0,
-                       '--agg_small_grads_max_bytes must be >= 0, got %s',
-                       self.agg_small_grads_max_bytes)
-        errors.require(self.agg_small_grads_max_group >= 1,
-                       '--agg_small_grads_max_group must be >= 1, got %s',
-                       self.agg_small_grads_max_group)
+        errors.require_at_least(self, 0, 'gradient_repacking', 'agg_small_grads_max_bytes')
+        errors.require_at_least(self, 1, 'agg_small_grads_max_group')
         errors.require(not (self.gradient_repacking and self.agg_small_grads_max_bytes),
                        '--gradient_repacking and --agg_small_grads_max_bytes both pack gradients; '
                        'use one')

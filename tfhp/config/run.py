@@ -34,16 +34,9 @@ class RunConfig:
     max_ckpts_to_keep: int = 3
 
     def __post_init__(self):
-        errors.require(self.max_ckpts_to_keep >= 0, '--max_ckpts_to_keep must be >= 0, got %s',
-                       self.max_ckpts_to_keep)
-        errors.require(self.num_batches >= 1, '--num_batches must be >= 1, got %s',
-                       self.num_batches)
-        errors.require(self.num_warmup_batches >= 0, '--num_warmup_batches must be >= 0, got %s',
-                       self.num_warmup_batches)
-        errors.require(self.display_every >= 1, '--display_every must be >= 1, got %s',
-                       self.display_every)
-        errors.require(self.save_model_steps is None or self.save_model_steps >= 1,
-                       '--save_model_steps must be >= 1, got %s', self.save_model_steps)
+        errors.require_at_least(self, 0, 'max_ckpts_to_keep', 'num_warmup_batches')
+        errors.require_at_least(self, 1, 'num_batches', 'display_every')
+        errors.require_at_least(self, 1, 'save_model_steps', optional=True)
         errors.require(self.save_model_steps is None or self.train_dir,
                        '--save_model_steps needs --train_dir')
         errors.require(not self.eval or self.train_dir,

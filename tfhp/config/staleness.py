@@ -28,11 +28,8 @@ class StalenessConfig:
     async_warmup_steps: int = 0
 
     def __post_init__(self):
-        errors.require(self.max_gradient_staleness is None or self.max_gradient_staleness >= 0,
-                       '--max_gradient_staleness must be >= 0, got %s',
-                       self.max_gradient_staleness)
-        errors.require(self.async_warmup_steps >= 0, '--async_warmup_steps must be >= 0, got %s',
-                       self.async_warmup_steps)
+        errors.require_at_least(self, 0, 'max_gradient_staleness', optional=True)
+        errors.require_at_least(self, 0, 'async_warmup_steps')
 
     @property
     def remedies(self):
