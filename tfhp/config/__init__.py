@@ -7,7 +7,7 @@ refused before any graph is built; checks that need to ask the runtime (is there
 this build run NCHW) live in `tfhp.devices`.
 
   errors.py       ConfigError; `require`, the check every section raises it through, and
-                  require_at_least / require_positive for plain bounds on fields
+                  require_choice / require_at_least / require_positive for single fields
   model.py        ModelConfig (network, batch and image size, data format)
   optimizer.py    OptimizerConfig and parse_piecewise_schedule
   device.py       DeviceConfig (cpu/gpu, towers per process, thread pools)

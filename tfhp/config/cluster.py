@@ -62,8 +62,7 @@ class ClusterConfig:
             errors.require(not (self.ps_hosts or self.worker_hosts or self.controller_host),
                            '--ps_hosts/--worker_hosts/--controller_host need --job_name')
             return
-        errors.require(self.job_name in JOB_NAMES, '--job_name must be one of %s, got %r',
-                       JOB_NAMES, self.job_name)
+        errors.require_choice(self, 'job_name', JOB_NAMES)
         errors.require(self.worker_hosts, '--job_name=%s needs --worker_hosts', self.job_name)
         for flag, hosts in (('--ps_hosts', self.ps_hosts), ('--worker_hosts', self.worker_hosts),
                             ('--controller_host', (self.controller_host,) if
@@ -77,8 +76,7 @@ class ClusterConfig:
         errors.require(0 <= self.task_index < num_tasks,
                        '--task_index=%d is outside job %r, which has %d task(s)', self.task_index,
                        self.job_name, num_tasks)
-        errors.require(self.graph_mode in GRAPH_MODES, '--graph_mode must be one of %s, got %r',
-                       GRAPH_MODES, self.graph_mode)
+        errors.require_choice(self, 'graph_mode', GRAPH_MODES)
         errors.require(self.graph_mode == 'in_graph' or not self.controller_host,
                        '--controller_host needs --graph_mode=in_graph')
         num_workers = len(self.worker_hosts)

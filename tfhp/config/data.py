@@ -3,8 +3,10 @@ import dataclasses
 from typing import Optional
 
 from tfhp.config import errors
+from tfhp.config import replication
 
-IMAGE_DTYPES = ('float32', 'float16', 'bfloat16')
+# Images are staged in the dtypes gradients are transferred in.
+IMAGE_DTYPES = replication.TRANSFER_DTYPES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +55,7 @@ class DataConfig:
         errors.require_at_least(self, 0, 'datasets_num_private_threads')
         errors.require_at_least(self, 1, 'datasets_prefetch_buffer_size',
                                 'record_input_parallelism', 'record_input_buffer_size')
-        errors.require(self.image_dtype in IMAGE_DTYPES, '--image_dtype must be one of %s, got %r',
-                       IMAGE_DTYPES, self.image_dtype)
+        errors.require_choice(self, 'image_dtype', IMAGE_DTYPES)
         errors.require(0.0 <= self.record_input_shift_ratio < 1.0,
                        '--record_input_shift_ratio must be in [0, 1), got %s',
                        self.record_input_shift_ratio)

@@ -23,11 +23,8 @@ class DeviceConfig:
     num_inter_threads: int = 0
 
     def __post_init__(self):
-        errors.require(self.device in DEVICES, '--device must be one of %s, got %r', DEVICES,
-                       self.device)
-        errors.require(self.local_parameter_device in DEVICES,
-                       '--local_parameter_device must be one of %s, got %r', DEVICES,
-                       self.local_parameter_device)
+        errors.require_choice(self, 'device', DEVICES)
+        errors.require_choice(self, 'local_parameter_device', DEVICES)
         errors.require_at_least(self, 1, 'num_devices')
         errors.require_at_least(self, 0, 'num_intra_threads', 'num_inter_threads')
         errors.require(not (self.device == 'cpu' and self.local_parameter_device == 'gpu'),

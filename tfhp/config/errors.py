@@ -11,6 +11,13 @@ def require(condition, message, *args):
         raise ConfigError(message % args)
 
 
+def require_choice(section, field, choices):
+    """Raises ConfigError('--<field> must be one of <choices>, got <value>') unless the value
+    of `field` (an attribute of `section`, also its flag's name) is one of `choices`."""
+    value = getattr(section, field)
+    require(value in choices, '--%s must be one of %s, got %r', field, choices, value)
+
+
 def require_at_least(section, minimum, *fields, optional=False):
     """Raises ConfigError('--<field> must be >= <minimum>, got <value>') for the first of
     `fields` (attribute names of `section`, each also its flag's name) whose value is below

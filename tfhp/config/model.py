@@ -30,5 +30,4 @@ class ModelConfig:
         errors.require_positive(self, 'batch_size', 'image_size', optional=True)
         errors.require(self.num_classes > 1, '--num_classes must be at least 2, got %s',
                        self.num_classes)
-        errors.require(self.data_format in DATA_FORMATS, '--data_format must be one of %s, got %r',
-                       DATA_FORMATS, self.data_format)
+        errors.require_choice(self, 'data_format', DATA_FORMATS)

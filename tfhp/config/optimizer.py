@@ -40,8 +40,7 @@ class OptimizerConfig:
     learning_rate_base_batch_size: int = 0
 
     def __post_init__(self):
-        errors.require(self.optimizer in OPTIMIZERS, '--optimizer must be one of %s, got %r',
-                       OPTIMIZERS, self.optimizer)
+        errors.require_choice(self, 'optimizer', OPTIMIZERS)
         errors.require_positive(self, 'learning_rate', 'gradient_clip', optional=True)
         errors.require_at_least(self, 0, 'weight_decay', 'num_learning_rate_warmup_epochs',
                                 'learning_rate_base_batch_size')

@@ -33,6 +33,4 @@ class ProfileConfig:
         errors.require_at_least(self, 0, 'save_summaries_steps')
         errors.require(self.trace_file or not self.trace_memory,
                        '--trace_memory needs --trace_file')
-        errors.require(self.summary_verbosity in SUMMARY_VERBOSITIES,
-                       '--summary_verbosity must be one of %s, got %s', SUMMARY_VERBOSITIES,
-                       self.summary_verbosity)
+        errors.require_choice(self, 'summary_verbosity', SUMMARY_VERBOSITIES)

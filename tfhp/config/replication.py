@@ -42,9 +42,7 @@ class ReplicationConfig:
     staged_vars: bool = False
 
     def __post_init__(self):
-        errors.require(self.variable_update in VARIABLE_UPDATES,
-                       '--variable_update must be one of %s, got %r', VARIABLE_UPDATES,
-                       self.variable_update)
+        errors.require_choice(self, 'variable_update', VARIABLE_UPDATES)
         self._check_all_reduce()
         errors.require(not self.staged_vars or self.variable_update == 'parameter_server',
                        '--staged_vars works with --variable_update=parameter_server only, got %r',
@@ -61,9 +59,7 @@ class ReplicationConfig:
         errors.require(not (self.gradient_repacking and self.agg_small_grads_max_bytes),
                        '--gradient_repacking and --agg_small_grads_max_bytes both pack gradients; '
                        'use one')
-        errors.require(self.gradient_transfer_dtype in TRANSFER_DTYPES,
-                       '--gradient_transfer_dtype must be one of %s, got %r', TRANSFER_DTYPES,
-                       self.gradient_transfer_dtype)
+        errors.require_choice(self, 'gradient_transfer_dtype', TRANSFER_DTYPES)
         used = [flag for flag, value in (
             ('--all_reduce_spec', self.all_reduce_spec),
             ('--hierarchical_copy', self.hierarchical_copy),
