@@ -13,12 +13,6 @@ from tfhp.data import info as info_lib
 LENET_4_CLASS_PARAMS = 2172840 - (512 * 1000 + 1000) + (512 * 4 + 4)
 
 
-@pytest.fixture(name='data_dir', scope='module')
-def _data_dir(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp('shapes'))
-    shapes.make_shapes(directory)
-    return directory
-
 
 def _config(data_dir, **data):
     fields = dict(data_dir=data_dir, record_input_parallelism=2, record_input_buffer_size=16)

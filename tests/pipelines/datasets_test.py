@@ -14,12 +14,6 @@ from tfhp.pipelines import example_format
 from tfhp.pipelines import preprocessing
 
 
-@pytest.fixture(name='data_dir', scope='module')
-def _data_dir(tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp('shapes'))
-    shapes.make_shapes(directory)
-    return directory
-
 
 def _pipeline(data_dir, subset='train', **kwargs):
     args = dict(batch_size=4, image_size=12, num_classes=shapes.NUM_CLASSES,
