@@ -1,0 +1,68 @@
+"""How close emulated links (`tfhp.cluster.links`) come to their configured rate, both ways.
+
+For each rate: an EmulatedNetwork of two tasks, both links at that rate, and one TCP stream from
+task a to task b, then from b to a (`tfhp.cluster.link_probe`). Prints one JSON line per rate
+(appended to --result_file if given): the configured Mbit/s and, per direction, the link's
+measured Mbit/s (frames the tbf passed, every header counted) and the TCP goodput (payload; at
+most 95.6% of the link with 1514-byte frames). Needs root and iproute2; imports no TensorFlow.
+
+  python -m experiments.link_check --rates=100mbit,1gbit
+  python -m experiments.link_check --rates=100mbit,200mbit,1gbit,2gbit --seconds=3
+"""
+import json
+import sys
+
+from absl import app
+from absl import flags
+
+from tfhp import timing
+from tfhp.cluster import link_probe
+from tfhp.cluster import links
+
+flags.DEFINE_list('rates', ['100mbit', '200mbit', '1gbit'], 'Link rates, in tc units.')
+flags.DEFINE_float('seconds', 2.0, 'How long each direction sends.')
+flags.DEFINE_float('warmup_s', 0.3, 'Leading part of each transfer left out of the figures.')
+flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+FLAGS = flags.FLAGS
+
+_TASKS = [('worker', 0), ('worker', 1)]
+
+
+def _mbit(throughput):
+    return {'link_mbit': round(throughput.link_bps / 1e6, 1),
+            'goodput_mbit': round(throughput.goodput_bps / 1e6, 1)}
+
+
+def check(rate):
+    """The record of one rate: configured and measured Mbit/s each way."""
+    rate_bps = links.parse_rate(rate)
+    with links.EmulatedNetwork(_TASKS, rate_bps) as network:
+        forward = link_probe.measure(network, _TASKS[0], _TASKS[1], FLAGS.seconds, FLAGS.warmup_s)
+        backward = link_probe.measure(network, _TASKS[1], _TASKS[0], FLAGS.seconds,
+                                      FLAGS.warmup_s)
+    error = max(abs(t.link_bps / rate_bps - 1) for t in (forward, backward))
+    return {'rate': rate, 'configured_mbit': rate_bps / 1e6,
+            'a_to_b': _mbit(forward), 'b_to_a': _mbit(backward), 'link_error': round(error, 4)}
+
+
+def main(argv):
+    del argv
+    try:
+        for rate in FLAGS.rates:  # Every rate is checked before the first is measured.
+            links.parse_rate(rate)
+        links.check_available()
+    except ValueError as e:  # LinksUnavailable is one
+        print('link_check: %s' % e, file=sys.stderr)
+        return 2
+    links.cleanup_stale()
+    with links.exit_on_sigterm():
+        for rate in FLAGS.rates:
+            record = check(rate)
+            print(json.dumps(record, sort_keys=True), flush=True)
+            if FLAGS.result_file:
+                timing.append_json(FLAGS.result_file, record)
+    return 0
+
+
+if __name__ == '__main__':
+    app.run(main)

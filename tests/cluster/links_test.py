@@ -1,0 +1,197 @@
+"""Emulated links: rate parsing and probe messages (anywhere), real namespaces (root only)."""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tfhp.cluster import link_probe
+from tfhp.cluster import links
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Networks of the signal tests get their own prefix, so cleanup_stale(TEST_PREFIX) can touch
+# nothing but theirs.
+TEST_PREFIX = 'tfhptest-'
+
+
+@pytest.mark.parametrize('text, bps', [
+    ('1gbit', 1e9), ('200mbit', 2e8), ('500kbit', 5e5), ('100mbps', 8e8), ('1MBps', 8e6),
+    ('1.5Gbit', 1.5e9), ('2gibit', 2 * 1024 ** 3), ('3kibps', 3 * 8 * 1024), ('1000', 1e3),
+    ('1e3kbit', 1e6), (' 10 mbit ', 1e7)])
+def test_parse_rate_follows_tc_units(text, bps):
+    assert links.parse_rate(text) == bps
+
+
+@pytest.mark.parametrize('text', ['', 'fast', '0mbit', '-1mbit', '1 gigabit', 'nan', 'inf',
+                                  'mbit', '1e', '1mbit/s'])
+def test_parse_rate_refuses_what_is_no_rate_naming_it(text):
+    with pytest.raises(ValueError, match='%r is not a rate' % text):
+        links.parse_rate(text)
+
+
+def _fake_commands(monkeypatch, fail=None):
+    """Fakes every ip/tc command: the one whose argv contains `fail` exits 1. Returns the log."""
+    log = []
+
+    def run(argv):
+        log.append(argv)
+        failed = fail is not None and fail in ' '.join(argv)
+        return subprocess.CompletedProcess(argv, int(failed), '', 'Error: no luck\n' * failed)
+    monkeypatch.setattr(links, '_run', run)
+    monkeypatch.setattr(links.os, 'geteuid', lambda: 0)
+    monkeypatch.setattr(links.shutil, 'which', lambda tool: '/sbin/' + tool)
+    return log
+
+
+@pytest.mark.parametrize('fail, message', [
+    ('netns add', 'cannot create a network namespace: Error: no luck'),
+    ('type bridge', 'cannot create a bridge: Error: no luck'),
+    ('type veth', 'cannot create a veth pair: Error: no luck'),
+    ('tbf', 'the tbf qdisc is not available: Error: no luck')])
+def test_check_available_names_the_missing_piece_and_removes_its_probe(monkeypatch, fail,
+                                                                        message):
+    log = _fake_commands(monkeypatch, fail)
+    with pytest.raises(links.LinksUnavailable) as raised:
+        links.check_available()
+    assert str(raised.value) == message
+    assert log[-1][:3] == ['ip', 'netns', 'delete'] and log[-1][3] == log[0][3]
+
+
+def test_check_available_passes_when_every_probe_step_does(monkeypatch):
+    log = _fake_commands(monkeypatch)
+    links.check_available()
+    assert [argv[0] for argv in log] == ['ip', 'ip', 'ip', 'tc', 'ip']
+
+
+def test_check_available_wants_root(monkeypatch):
+    _fake_commands(monkeypatch)
+    monkeypatch.setattr(links.os, 'geteuid', lambda: 1000)
+    with pytest.raises(links.LinksUnavailable, match='need root .* runs as uid 1000$'):
+        links.check_available()
+
+
+@pytest.mark.parametrize('tool', ['ip', 'tc'])
+def test_check_available_wants_iproute2(monkeypatch, tool):
+    _fake_commands(monkeypatch)
+    monkeypatch.setattr(links.shutil, 'which', lambda name: None if name == tool else name)
+    with pytest.raises(links.LinksUnavailable, match='need `%s` .*not on PATH' % tool):
+        links.check_available()
+
+
+def test_subnet_avoids_the_hosts_routes(monkeypatch):
+    routes = [{'dst': 'default'}, {'dst': '10.0.0.0/9'}, {'dst': '192.0.2.0/24'}]
+    monkeypatch.setattr(links, '_run', lambda argv: subprocess.CompletedProcess(
+        argv, 0, json.dumps(routes), ''))
+    monkeypatch.setattr(links.os, 'getpid', lambda: 5)  # would start at 10.0.5.0/24
+    assert str(links._free_subnet(3)) == '10.128.0.0/24'
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(rate_bps=5e5), 'worker 0 is 500000 bit/s'),
+    (dict(rate_bps=1e8, task_rates_bps={('worker', 1): 10}), 'worker 1 is 10 bit/s'),
+    (dict(rate_bps=1e8, tasks=[('worker', 0), ('worker', 0)]), 'tasks must be distinct'),
+    (dict(rate_bps=1e8, task_rates_bps={('ps', 0): 1e9}),
+     r"not in the network: \[\('ps', 0\)\]")])
+def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwargs, message):
+    log = _fake_commands(monkeypatch)
+    with pytest.raises(ValueError, match=message):
+        links.EmulatedNetwork(**dict({'tasks': [('worker', 0), ('worker', 1)]}, **kwargs))
+    assert not log
+
+
+def test_cleanup_stale_deletes_only_dead_creators_namespaces(monkeypatch):
+    names = ['tfhp-100-abcd-hub', 'tfhp-100-abcd-ps0', 'tfhp-200-0123-worker0', 'tfhp-300-ff',
+             'other-100-abcd-hub', 'tfhp-100-abcd-probe']
+    log = _fake_commands(monkeypatch)
+    monkeypatch.setattr(links, '_namespaces', lambda: names)
+    monkeypatch.setattr(links, '_alive', lambda pid: pid == 200)
+    removed = links.cleanup_stale('tfhp-')
+    assert removed == ['tfhp-100-abcd-hub', 'tfhp-100-abcd-ps0', 'tfhp-100-abcd-probe']
+    assert [argv[3] for argv in log] == removed
+
+
+# The tests below build real networks: root, iproute2, namespaces and tbf.
+
+
+@pytest.fixture(scope='module')
+def available():
+    try:
+        links.check_available()
+    except links.LinksUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _leftovers(prefix):
+    out = subprocess.run(['ip', '-j', 'netns', 'list'], capture_output=True, text=True,
+                         timeout=10, check=True).stdout.strip()
+    return [n['name'] for n in json.loads(out or '[]') if n['name'].startswith(prefix)]
+
+
+def _host_links():
+    out = subprocess.run(['ip', '-j', 'link', 'show'], capture_output=True, text=True,
+                         timeout=10, check=True).stdout
+    return sorted(link['ifname'] for link in json.loads(out))
+
+
+def test_links_carry_their_rate_both_ways_and_close_leaves_nothing(available):
+    ps, w0, w1 = ('ps', 0), ('worker', 0), ('worker', 1)
+    host_links = _host_links()
+    network = links.EmulatedNetwork([w0, w1, ps], rate_bps=2e8, task_rates_bps={ps: 1e8})
+    with network:
+        assert network.hosts('worker') == ['%s:2222' % network.ip(t) for t in (w0, w1)]
+        assert len({network.ip(t) for t in network.tasks}) == 3
+        rates = {(w0, w1): 2e8, (w1, w0): 2e8, (w0, ps): 1e8}  # ps's download bounds w0 -> ps
+        for (sender, receiver), rate in rates.items():
+            measured = link_probe.measure(network, sender, receiver, seconds=1.2)
+            assert measured.link_bps == pytest.approx(rate, rel=0.1), (sender, receiver)
+            assert measured.goodput_bps == pytest.approx(rate, rel=0.1), (sender, receiver)
+        # The veth counts a GSO packet's headers once; the shaper counts every frame's.
+        received, shaped = network.interface_counters(ps)[1], network.shaped_bytes(ps)[1]
+        assert 0.9 * shaped < received < shaped
+        assert _host_links() == host_links  # Nothing of the job is in the host's namespace.
+    assert not _leftovers(network.name)
+    network.close()  # Idempotent.
+    assert _host_links() == host_links
+
+
+_CREATOR = '''
+import sys, time
+from tfhp.cluster import links
+with links.exit_on_sigterm(), links.EmulatedNetwork(
+        [('ps', 0), ('worker', 0)], 1e8, prefix=%r) as network:
+    print(network.name, flush=True)
+    time.sleep(20)
+''' % TEST_PREFIX
+
+
+def _start_creator():
+    """A child that creates a network, prints its name and sleeps; returns (child, name)."""
+    child = subprocess.Popen([sys.executable, '-c', _CREATOR], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=dict(os.environ,
+                                                                         PYTHONPATH=ROOT))
+    if not select.select([child.stdout], [], [], 10)[0]:
+        child.kill()
+    name = child.stdout.readline().strip()
+    assert name, child.communicate(timeout=10)[1]
+    assert len(_leftovers(name)) == 3  # hub and two tasks
+    return child, name
+
+
+def test_sigterm_to_the_creator_leaves_nothing(available):
+    child, name = _start_creator()
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=10) == 128 + signal.SIGTERM
+    assert not _leftovers(name)
+
+
+def test_cleanup_stale_clears_a_sigkilled_creators_network(available):
+    child, name = _start_creator()
+    child.kill()
+    child.wait(timeout=10)
+    left = _leftovers(name)
+    assert len(left) == 3
+    assert sorted(links.cleanup_stale(TEST_PREFIX)) == sorted(left)
+    assert not _leftovers(name)

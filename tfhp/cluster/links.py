@@ -1,0 +1,338 @@
+"""Emulated network links between the tasks of a one-machine job: a NIC of a given rate per task.
+
+On one machine tasks talk over loopback at memory speed, so a parameter server's bandwidth never
+saturates. `EmulatedNetwork` gives every task a Linux network namespace of its own, joined to a
+bridge by a veth pair that a token bucket (`tc qdisc ... tbf`) shapes in both directions:
+
+    task namespace                       hub namespace
+    lo, eth0 10.B.C.k/24  <-- veth -->   t<k> -- br0 (bridge) -- t<j> <-- veth --> ...
+    eth0 egress: tbf = task's upload     t<k> egress: tbf = task's download
+
+Traffic from task k to task j is bound by k's upload and j's download, like two machines on one
+switch. Without `netem`, links add no latency beyond the tbf queue (at most `_LATENCY`, 20 ms).
+
+The bridge lives in a namespace of its own (the hub), not in the host's: nothing of a job touches
+the host's network (no interface, route or bridge-netfilter rule there), every job may use any
+subnet, and deleting a job's namespaces deletes all its links. The subnet still avoids the host's
+routes, so that joining a hub to the host later needs no renumbering.
+
+Cleanup protocol (the caller owns it; this module registers no handler): create the network in a
+`with` block (or call `close()` in a `finally`) after ending the tasks, and run the block inside
+`exit_on_sigterm()` so SIGTERM unwinds it like SIGINT does. A SIGKILLed creator leaves named
+namespaces behind; `cleanup_stale()` removes those whose creator pid is dead. A namespace that
+still holds a process lives on, unnamed, until that process exits.
+
+Imports no TensorFlow: the launcher, which imports none, uses it.
+"""
+import contextlib
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+
+PREFIX = 'tfhp-'
+PORT = 2222  # Every task has its own address and port space, so one fixed port serves all.
+_TIMEOUT_S = 10.0  # Bound on one ip/tc command; they take milliseconds.
+# tbf parameters, measured on this 2-core VM (HZ=250) with one TCP stream between two tasks.
+# Bucket: a 64 KiB bucket at 1 gbit (0.5 ms of tokens) passed 86% of what larger ones did, 1 ms
+# and more passed the full rate; 4 ms (one scheduler tick) leaves room for a dequeue softirq
+# that runs late on a busy machine. tbf counts a GSO packet as the frames it becomes
+# (qdisc_pkt_len), so the veths keep their offloads (there is no ethtool here anyway): the link
+# passed the configured rate within 0.5% from 100 mbit to 2 gbit (experiments/link_check.py).
+_BURST_S = 0.004
+# At least one whole 64 KiB GSO packet, so that tbf need not segment it (CPU is scarce).
+_MIN_BURST_BYTES = 65536
+# Queue bound, like a switch port's buffer: two senders into one 200 mbit download got the full
+# rate together with 5, 20 and 50 ms; 20 ms keeps the added queueing delay small.
+_LATENCY = '20ms'
+# Below this the 64 KiB burst is over half a second of the link: no longer a shaped link.
+MIN_RATE_BPS = 1e6
+
+# tc's rate units (tc(8), "RATES"), matched without regard to case like tc does: *bit are bits
+# per second, *bps are BYTES per second ("mbps" is 8 000 000 bit/s); k, m, g, t are powers of
+# 1000 and ki, mi, gi, ti powers of 1024. A bare number is bits per second.
+_UNITS = dict([('', 1), ('bit', 1), ('bps', 8)] + [
+    (prefix + unit, scale * base ** power)
+    for power, (si, iec) in enumerate([('k', 'ki'), ('m', 'mi'), ('g', 'gi'), ('t', 'ti')], 1)
+    for prefix, base in ((si, 1000), (iec, 1024))
+    for unit, scale in (('bit', 1), ('bps', 8))])
+_RATE = re.compile(r'^\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*([a-z]*)\s*$', re.IGNORECASE)
+
+
+class LinksUnavailable(ValueError):
+    """This machine cannot emulate links; the message is one line naming what is missing."""
+
+
+def parse_rate(text):
+    """Bits per second of a tc-style rate: '1gbit', '200mbit', '500kbit', '100mbps' (bytes/s).
+
+    Args:
+      text: a positive number with one of tc's units (see `_UNITS`); case does not matter.
+    Returns:
+      The rate in bits per second, a float.
+    Raises:
+      ValueError: `text` is not such a rate; the message names it.
+    """
+    match = _RATE.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if unit not in _UNITS or float(match.group(1)) <= 0:
+        raise ValueError('%r is not a rate: use a positive number and a tc unit, e.g. 200mbit, '
+                         '1gbit, 500kbit, or 100mbps for megabytes per second' % (text,))
+    return float(match.group(1)) * _UNITS[unit]
+
+
+def _run(argv):
+    """Runs one ip/tc command; returns its CompletedProcess (text output, never raises on it)."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
+
+
+def _must(argv):
+    result = _run(argv)
+    if result.returncode:
+        raise RuntimeError('%s failed: %s' % (' '.join(argv), result.stderr.strip()))
+    return result.stdout
+
+
+def _tbf(namespace, device, rate_bps):
+    burst = max(_MIN_BURST_BYTES, int(rate_bps * _BURST_S / 8))
+    return ['tc', '-n', namespace, 'qdisc', 'add', 'dev', device, 'root', 'tbf',
+            'rate', '%dbit' % rate_bps, 'burst', str(burst), 'latency', _LATENCY]
+
+
+def _qdisc_bytes(namespace, device):
+    out = _must(['tc', '-n', namespace, '-s', '-j', 'qdisc', 'show', 'dev', device])
+    return json.loads(out)[0]['bytes']
+
+
+def check_available():
+    """Raises `LinksUnavailable` unless links can be emulated here.
+
+    Probes by creating a throwaway namespace holding a bridge and a veth pair with a tbf qdisc,
+    then deleting it. The probe is named like a job (<prefix><pid>-<4 hex>-probe), so
+    `cleanup_stale` clears it if this process is killed meanwhile.
+
+    Raises:
+      LinksUnavailable: not root, no `ip` or `tc`, or no namespaces, bridges, veth pairs or
+        tbf.
+    """
+    if os.geteuid() != 0:
+        raise LinksUnavailable('emulated links need root (network namespaces and tc); '
+                               'this process runs as uid %d' % os.geteuid())
+    for tool in ('ip', 'tc'):
+        if shutil.which(tool) is None:
+            raise LinksUnavailable('emulated links need `%s` (iproute2), which is not on PATH'
+                                   % tool)
+    namespace = '%s%d-%s-probe' % (PREFIX, os.getpid(), secrets.token_hex(2))
+    steps = [('cannot create a network namespace', ['ip', 'netns', 'add', namespace]),
+             ('cannot create a bridge', ['ip', '-n', namespace, 'link', 'add', 'name', 'br0',
+                                         'type', 'bridge']),
+             ('cannot create a veth pair', ['ip', '-n', namespace, 'link', 'add', 'name', 'a',
+                                            'type', 'veth', 'peer', 'name', 'b']),
+             ('the tbf qdisc is not available', _tbf(namespace, 'a', 1e8))]
+    try:
+        for what, argv in steps:
+            result = _run(argv)
+            if result.returncode:
+                lines = result.stderr.strip().splitlines() or ['exit status %d' % result.returncode]
+                raise LinksUnavailable('%s: %s' % (what, lines[0]))
+    finally:
+        _run(['ip', 'netns', 'delete', namespace])
+
+
+def _namespaces():
+    out = _must(['ip', '-j', 'netns', 'list']).strip()
+    return [entry['name'] for entry in json.loads(out)] if out else []
+
+
+def _delete_namespaces(names):
+    for name in names:
+        _run(['ip', 'netns', 'delete', name])  # Gone already is fine: deletion is the goal.
+
+
+def cleanup_stale(prefix=PREFIX):
+    """Deletes the namespaces (and so the links) of jobs whose creating process is dead.
+
+    Namespaces are named <prefix><pid>-<4 hex>-..., so a dead pid marks a SIGKILLed creator's
+    leftovers. Assumes the creators ran in this pid namespace; a reused pid keeps its leftovers.
+
+    Args:
+      prefix: the prefix the networks were created with.
+    Returns:
+      The names of the deleted namespaces.
+    """
+    pattern = re.compile(r'^%s(\d+)-[0-9a-f]{4}-' % re.escape(prefix))
+    stale = [name for name in _namespaces()
+             if pattern.match(name) and not _alive(int(pattern.match(name).group(1)))]
+    _delete_namespaces(stale)
+    return stale
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)  # Signal 0 only checks that the process exists.
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # It exists, and is another user's.
+        pass
+    return True
+
+
+@contextlib.contextmanager
+def exit_on_sigterm():
+    """Within the block SIGTERM and SIGHUP raise SystemExit(128 + signal), so `finally` runs.
+
+    Call from the main thread (Python handles signals there only). SIGINT already raises
+    KeyboardInterrupt. The previous handlers come back when the block ends.
+    """
+    def _exit(signum, _):
+        raise SystemExit(128 + signum)
+    previous = {s: signal.signal(s, _exit) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _add_namespace(name):
+    _must(['ip', 'netns', 'add', name])
+    # No IPv6 on the job's interfaces, so that no neighbour discovery or MLD packets (90 bytes
+    # each, flooded by the bridge) add to the counters. Best effort: a kernel without IPv6, or a
+    # machine without sysctl, has nothing to silence or keeps those few bytes.
+    _run(['ip', 'netns', 'exec', name, 'sysctl', '-qw', 'net.ipv6.conf.all.disable_ipv6=1',
+          'net.ipv6.conf.default.disable_ipv6=1'])
+
+
+def _free_subnet(count):
+    """A 10.B.C.0/24 off the host's routes, starting from one the pid picks (jobs differ)."""
+    if count > 253:
+        raise ValueError('an emulated network holds at most 253 tasks, not %d' % count)
+    routes = json.loads(_must(['ip', '-j', '-4', 'route', 'show', 'table', 'all']) or '[]')
+    taken = [ipaddress.ip_network(r['dst'], strict=False) for r in routes
+             if r.get('dst', 'default') != 'default' and '/' in r['dst']]
+    for k in range(65536):
+        index = (os.getpid() + k) % 65536
+        subnet = ipaddress.ip_network('10.%d.%d.0/24' % (index >> 8, index & 255))
+        if not any(subnet.overlaps(t) for t in taken):
+            return subnet
+    raise LinksUnavailable('every 10.B.C.0/24 overlaps a route of this host')
+
+
+class EmulatedNetwork:
+    """A namespace per task, joined to a bridge by a veth pair shaped both ways (see module doc).
+
+    Attributes:
+      tasks: the (job, index) tasks, in the order given.
+      name: the job's tag, <prefix><pid>-<4 hex>; every namespace of the job starts with it.
+    """
+
+    def __init__(self, tasks, rate_bps, task_rates_bps=None, prefix=PREFIX):
+        """Creates the network; on any failure removes what it created and raises.
+
+        Args:
+          tasks: (job, index) pairs, e.g. [('ps', 0), ('worker', 0), ('worker', 1)].
+          rate_bps: each task's link rate in bits per second, both directions
+            (e.g. `parse_rate('1gbit')`).
+          task_rates_bps: {(job, index): bits per second} for tasks whose link differs
+            (e.g. the ps tasks').
+          prefix: start of every namespace name; `cleanup_stale` matches on it.
+        Raises:
+          ValueError: a rate below MIN_RATE_BPS or for a task not in `tasks`, a task given
+            twice, or over 253 tasks.
+          RuntimeError: an ip or tc command failed (its message says which).
+        """
+        self.tasks = [tuple(t) for t in tasks]
+        task_rates_bps = task_rates_bps or {}
+        if len(set(self.tasks)) != len(self.tasks):
+            raise ValueError('tasks must be distinct: %s' % (self.tasks,))
+        if set(task_rates_bps) - set(self.tasks):
+            raise ValueError('rates given for tasks not in the network: %s'
+                             % sorted(set(task_rates_bps) - set(self.tasks)))
+        rates = {t: task_rates_bps.get(t, rate_bps) for t in self.tasks}
+        for task, rate in rates.items():
+            if rate < MIN_RATE_BPS:
+                raise ValueError('the link of %s %d is %g bit/s; emulated links need at least '
+                                 '%g (1mbit)' % (task + (rate, MIN_RATE_BPS)))
+        self.name = '%s%d-%s' % (prefix, os.getpid(), secrets.token_hex(2))
+        self._hub = self.name + '-hub'
+        self._closed = False
+        subnet = _free_subnet(len(self.tasks))
+        self._ips = {t: str(subnet[k + 1]) for k, t in enumerate(self.tasks)}
+        self._namespaces = {t: '%s-%s%d' % ((self.name,) + t) for t in self.tasks}
+        self._ports = {t: 't%d' % k for k, t in enumerate(self.tasks)}  # Bridge ports, in hub.
+        try:
+            self._create(subnet.prefixlen, rates)
+        except BaseException:
+            self.close()
+            raise
+
+    def _create(self, prefixlen, rates):
+        hub = self._hub
+        _add_namespace(hub)
+        # Without multicast snooping the bridge sends no IGMP packets to the tasks' counters.
+        _must(['ip', '-n', hub, 'link', 'add', 'name', 'br0', 'type', 'bridge',
+               'mcast_snooping', '0'])
+        _must(['ip', '-n', hub, 'link', 'set', 'br0', 'up'])
+        for task in self.tasks:
+            namespace, port = self._namespaces[task], self._ports[task]
+            _add_namespace(namespace)
+            _must(['ip', '-n', namespace, 'link', 'set', 'lo', 'up'])
+            _must(['ip', '-n', hub, 'link', 'add', 'name', port, 'type', 'veth',
+                   'peer', 'name', 'eth0', 'netns', namespace])
+            _must(['ip', '-n', hub, 'link', 'set', port, 'master', 'br0', 'up'])
+            _must(['ip', '-n', namespace, 'addr', 'add', '%s/%d' % (self._ips[task], prefixlen),
+                   'dev', 'eth0'])
+            _must(['ip', '-n', namespace, 'link', 'set', 'eth0', 'up'])
+            _must(_tbf(namespace, 'eth0', rates[task]))  # the task's upload
+            _must(_tbf(hub, port, rates[task]))  # the task's download
+
+    def ip(self, task):
+        """The task's IPv4 address, e.g. '10.17.3.2'."""
+        return self._ips[tuple(task)]
+
+    def hosts(self, job, port=PORT):
+        """'IP:PORT' of every task of `job`, by index (for --ps_hosts, --worker_hosts)."""
+        return ['%s:%d' % (self._ips[t], port) for t in sorted(self.tasks) if t[0] == job]
+
+    def namespace(self, task):
+        """The name of the task's network namespace."""
+        return self._namespaces[tuple(task)]
+
+    def command(self, task, argv):
+        """`argv` run inside the task's namespace (`ip netns exec` execs it: same pid)."""
+        return ['ip', 'netns', 'exec', self.namespace(task)] + list(argv)
+
+    def interface_counters(self, task):
+        """(bytes sent, bytes received) by the task's eth0, as its statistics count them.
+
+        A veth counts a GSO packet (up to 64 KiB of payload) with its headers once, so these are
+        close to the IP payload; `shaped_bytes` counts every frame's headers, as the link does.
+        """
+        out = _must(['ip', '-n', self.namespace(task), '-s', '-j', 'link', 'show', 'eth0'])
+        stats = json.loads(out)[0]['stats64']
+        return stats['tx']['bytes'], stats['rx']['bytes']
+
+    def shaped_bytes(self, task):
+        """(upload, download) bytes the task's two tbf qdiscs passed: the rate bounds these."""
+        return (_qdisc_bytes(self.namespace(task), 'eth0'),
+                _qdisc_bytes(self._hub, self._ports[task]))
+
+    def close(self):
+        """Deletes every namespace of the job, and so its links and bridge; idempotent.
+
+        Call after the tasks ended: a namespace that holds a process outlives its name.
+        """
+        if self._closed:
+            return
+        _delete_namespaces([n for n in _namespaces() if n.startswith(self.name + '-')])
+        self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
