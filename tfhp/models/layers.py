@@ -1,4 +1,5 @@
-"""The one layer builder every model uses: conv, dense, pooling, batch norm, dropout.
+"""The one layer builder every model uses: conv (plain and depthwise), dense, pooling, batch
+norm (also as a pre-activation), LRN, dropout.
 
 Built from `tf.nn` ops and `tf.compat.v1.get_variable` only (no Keras), so that every op and
 variable is visible and placeable by hand. The builder owns the data format: models are written

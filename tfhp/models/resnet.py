@@ -9,7 +9,9 @@ v2: He et al., "Identity Mappings in Deep Residual Networks", 2016. Pre-activati
 norm and ReLU come before each convolution, and the sum is not followed by a ReLU, so the
 shortcuts form an unbroken identity path; one more batch norm and ReLU precede the classifier.
 The stride sits on the first 1x1 convolution as in v1, as the reference benchmarks' `resnet50_v2`
-has it (the paper's released Torch code strides the 3x3; the parameters are the same).
+has it (the paper's released Torch code strides the 3x3; the parameters are the same). The stem
+keeps its batch norm and ReLU, so the first block skips its own pre-activation, as in the
+paper's code (the reference benchmarks normalise twice there).
 
 The CIFAR-10 ResNets (basic blocks, 3 stages) are in resnet_cifar.py.
 """
