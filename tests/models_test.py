@@ -48,13 +48,61 @@ PUBLISHED_PARAMS = {
     'resnet50_v1.5': 25557032,
     'resnet101_v1.5': 44549160,
     'resnet152_v1.5': 60192808,
+    # Pre-activation ResNets (He et al. 2016, "Identity Mappings") as Keras applications'
+    # ResNet50V2 / 101V2 / 152V2 count them: 25,568,360 / 44,577,896 / 60,236,904 trainable.
+    # Keras adds biases to the stem, the projection shortcuts and each block's last 1x1
+    # convolution (19,008 / 36,416 / 51,776 parameters, all of the difference); ours have none,
+    # since a batch norm follows each of them (the next block's pre-activation).
+    'resnet50_v2': 25568360,
+    'resnet101_v2': 44577896,
+    'resnet152_v2': 60236904,
+    # Inception v4 (Szegedy et al. 2016) without the auxiliary head: 42.7M, as the TF-slim and
+    # timm ports report it (timm: 42.68M).
+    'inception4': 42.7e6,
+    # MobileNet v1 1.0-224 (Howard et al. 2017, Table 8: 4.2 million); Keras applications'
+    # MobileNet(alpha=1.0) has exactly 4,231,976 trainable parameters.
+    'mobilenet': 4231976,
 }
 # 'trivial' and the null models are measuring tools, not published nets: no figure to match.
 UNPUBLISHED = {'trivial', 'null_scalar', 'null_dense', 'null_sparse'}
 
+CIFAR_CLASSES = 10
+# CIFAR-10 nets at 32x32 and 10 classes: (published figure, its source, our exact count).
+# The papers round to two or three significant digits ('0.27M'), so a count matches when it
+# lies within half a unit of the last digit printed; the exact counts are pinned as well.
+CIFAR_PARAMS = {
+    # He et al. 2015, section 4.2 / Table 6 (option-A shortcuts, so no shortcut parameters).
+    'resnet20': ('0.27M', 269722),
+    'resnet32': ('0.46M', 464154),
+    'resnet44': ('0.66M', 658586),
+    'resnet56': ('0.85M', 853018),
+    'resnet110': ('1.7M', 1727962),
+    # Pre-activation moves the batch norms (one per block onto the block's input, one after
+    # the last block, none on the stem); for these nets the count comes out the same.
+    'resnet20_v2': ('0.27M', 269722),
+    'resnet32_v2': ('0.46M', 464154),
+    'resnet44_v2': ('0.66M', 658586),
+    'resnet56_v2': ('0.85M', 853018),
+    'resnet110_v2': ('1.7M', 1727962),
+    # Huang et al. 2017, Table 2, DenseNet (no bottleneck, no compression), L=40 k=12, L=100
+    # k=12, L=100 k=24.
+    'densenet40_k12': ('1.0M', 1019722),
+    'densenet100_k12': ('7.0M', 6979642),
+    'densenet100_k24': ('27.2M', 27249082),
+    # TensorFlow's CIFAR-10 tutorial states 1,068,298 learnable parameters for this net on its
+    # 24x24 crops (test_cifar_alexnet_matches_the_tutorial_count); at 32x32 the first dense
+    # layer reads 8x8x64 features instead of 6x6x64.
+    'alexnet': (None, 1756426),
+    'trivial': (None, 52235),  # a measuring tool: 3,072 -> 1 -> 4,096 -> 10
+}
+
 # Small image sizes, for the tests that run sessions: lenet's fc fixes 28; the others pool
-# globally and build at these (inception3's VALID reductions need at least 75).
-SMALL_SIZES = {'lenet': 28, 'resnet50': 32, 'googlenet': 32, 'inception3': 75}
+# globally and build at these (inception3's VALID reductions need at least 75). Where a net
+# runs in training mode for the NHWC/NCHW comparison, its last feature map must hold more than
+# a pixel or two: batch norm over 2 images x 1 pixel turns the layouts' 1e-7 rounding
+# differences into large ones (at 64 resnet50_v2 still differs by 1.3e-4; at 128 by 6e-5).
+SMALL_SIZES = {'lenet': 28, 'resnet50': 32, 'googlenet': 32, 'inception3': 75,
+               'inception4': 75, 'mobilenet': 64, 'resnet50_v2': 128}
 
 
 def _num_params(variables):
@@ -70,16 +118,18 @@ Built = collections.namedtuple('Built', [
 
 
 @functools.lru_cache(maxsize=None)
-def _build_graph_only(name, data_format):
-    """Builds registered model `name` at its default size with batch 1; returns a `Built`."""
-    spec = registry.get(name)
-    size = spec.image_size
+def _build_graph_only(name, data_format, data_name=None, image_size=None):
+    """Builds registered model `name` (the variant for `data_name`) at its default size, or
+    `image_size`, with batch 1 and 1000 classes (10 for CIFAR-10); returns a `Built`."""
+    spec = registry.get(name, data_name)
+    num_classes = CIFAR_CLASSES if spec.family == registry.CIFAR10 else NUM_CLASSES
+    size = image_size or spec.image_size
     shape = [1, size, size, 3] if data_format == layers.NHWC else [1, 3, size, size]
     with tf.Graph().as_default() as graph:
         images = tf.placeholder(tf.float32, shape)
         # Eval mode builds the same variables with fewer ops (no moving-average updates).
         builder = layers.LayerBuilder(data_format=data_format, is_training=False)
-        logits = spec.build(builder, images, NUM_CLASSES)
+        logits = spec.build(builder, images, num_classes)
         return Built(
             logits.shape.as_list(),
             {v.op.name: v.shape.as_list() for v in tf.global_variables()},
@@ -120,6 +170,55 @@ def test_logits_shape_and_nchw_variables(name):
     assert nchw.variables == nhwc.variables
 
 
+def test_every_cifar_model_has_a_pinned_count():
+    assert set(registry.names(registry.CIFAR10)) == set(CIFAR_PARAMS)
+
+
+def _millions(figure):
+    """('0.27M') -> (270000.0, 5000.0): the value and half a unit of its last digit."""
+    digits = figure.rstrip('M')
+    decimals = len(digits.partition('.')[2])
+    return float(digits) * 1e6, 0.5 * 10 ** (6 - decimals)
+
+
+@pytest.mark.parametrize('name', sorted(CIFAR_PARAMS))
+def test_cifar_parameter_count_matches_publication(name):
+    published, exact = CIFAR_PARAMS[name]
+    count = _build_graph_only(name, layers.NHWC, registry.CIFAR10).num_params
+    assert count == exact, (name, count)
+    if published is not None:
+        value, rounding = _millions(published)
+        assert abs(count - value) <= rounding, (name, count, published)
+
+
+def test_cifar_alexnet_matches_the_tutorial_count():
+    # The TF CIFAR-10 tutorial's figure for the same net on 24x24 crops.
+    built = _build_graph_only('alexnet', layers.NHWC, registry.CIFAR10, image_size=24)
+    assert built.num_params == 1068298
+
+
+@pytest.mark.parametrize('name', registry.names(registry.CIFAR10))
+def test_cifar_logits_shape_and_nchw_variables(name):
+    nhwc = _build_graph_only(name, layers.NHWC, registry.CIFAR10)
+    nchw = _build_graph_only(name, layers.NCHW, registry.CIFAR10)
+    assert nhwc.logits_shape == nchw.logits_shape == [1, CIFAR_CLASSES]
+    assert nchw.variables == nhwc.variables
+
+
+def test_the_data_set_selects_the_model_variant():
+    # As in the reference benchmarks: same name, CIFAR-10 data picks the 32x32 net.
+    assert registry.get('alexnet').image_size == 224
+    assert registry.get('alexnet', 'cifar10').image_size == 32
+    assert registry.get('alexnet', 'synthetic').family == registry.IMAGENET
+    assert registry.get('resnet20', 'cifar10').batch_size == 128
+    with pytest.raises(ValueError, match="'resnet20' is for cifar10 data, not imagenet"):
+        registry.get('resnet20')
+    with pytest.raises(ValueError, match="'lenet' is for imagenet data, not cifar10"):
+        registry.get('lenet', 'cifar10')
+    with pytest.raises(ValueError, match='unknown model .*known models: .*densenet40_k12'):
+        registry.get('resnet21', 'cifar10')
+
+
 @pytest.mark.parametrize('name,strided_conv', [
     ('resnet50', 'conv10'), ('resnet50_v1.5', 'conv11'),
     ('resnet152', 'conv10'), ('resnet152_v1.5', 'conv11')])
@@ -136,7 +235,8 @@ def test_resnet_version_places_the_stride(name, strided_conv):
     assert list(convs.values())[-1][1:3] == [7, 7]
 
 
-def _shared_logits(name, builders, images, num_classes=10, runs=1, device=None):
+def _shared_logits(name, builders, images, num_classes=10, runs=1, device=None,
+                   data_name=None):
     """Builds `name` once per builder in one graph, sharing its variables, and runs it.
 
     Args:
@@ -146,10 +246,11 @@ def _shared_logits(name, builders, images, num_classes=10, runs=1, device=None):
       num_classes: number of classes.
       runs: how many times to evaluate the logits with the same weights.
       device: device for the model, or None.
+      data_name: the data set whose variant of `name` to build.
     Returns:
       A list over runs of lists over builders of logits arrays.
     """
-    spec = registry.get(name)
+    spec = registry.get(name, data_name)
     with tf.Graph().as_default():
         tf.set_random_seed(1)
         outputs = []
@@ -180,9 +281,12 @@ def test_fused_and_composite_batch_norm_agree(is_training):
     np.testing.assert_allclose(fused, composite, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize('name,is_training', [
-    ('lenet', True), ('resnet50', True), ('resnet50', False), ('inception3', False)])
-def test_nhwc_and_nchw_logits_agree(name, is_training):
+@pytest.mark.parametrize('name,is_training,data_name', [
+    ('lenet', True, None), ('resnet50', True, None), ('resnet50', False, None),
+    ('inception3', False, None), ('inception4', False, None), ('mobilenet', True, None),
+    ('resnet50_v2', True, None), ('resnet20', True, 'cifar10'), ('resnet20_v2', True, 'cifar10'),
+    ('densenet40_k12', True, 'cifar10'), ('alexnet', False, 'cifar10')])
+def test_nhwc_and_nchw_logits_agree(name, is_training, data_name):
     # CPU TensorFlow has no NCHW convolution or pooling kernels.
     if not tf.config.list_physical_devices('GPU'):
         pytest.skip('NCHW needs a GPU')
@@ -190,14 +294,41 @@ def test_nhwc_and_nchw_logits_agree(name, is_training):
     tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
     tf.config.experimental.enable_tensor_float_32_execution(False)
     try:
-        images = _random_images(SMALL_SIZES[name])
+        images = _random_images(SMALL_SIZES.get(name, 32))
         builders = [layers.LayerBuilder(data_format=data_format, is_training=is_training)
                     for data_format in (layers.NHWC, layers.NCHW)]
         [[nhwc, nchw]] = _shared_logits(name, builders, [images, images.transpose(0, 3, 1, 2)],
-                                        device='/gpu:0')
+                                        device='/gpu:0', data_name=data_name)
     finally:
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
     np.testing.assert_allclose(nhwc, nchw, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize('name,data_name', [
+    ('mobilenet', None), ('resnet50_v2', None), ('resnet20', 'cifar10'),
+    ('resnet20_v2', 'cifar10'), ('densenet40_k12', 'cifar10'), ('alexnet', 'cifar10')])
+def test_new_models_run_on_the_cpu_in_both_modes(name, data_name):
+    # NHWC training and eval builders sharing one set of weights: both give finite logits
+    # (the new layers: depthwise convolution, LRN, zero-channel shortcuts, pre-activation).
+    images = _random_images(32)
+    builders = [layers.LayerBuilder(is_training=mode) for mode in (True, False)]
+    [[train, evaluation]] = _shared_logits(name, builders, [images, images],
+                                           data_name=data_name)
+    assert train.shape == evaluation.shape == (2, 10)
+    assert np.all(np.isfinite(train)) and np.all(np.isfinite(evaluation))
+
+
+def test_resnet_v2_strides_the_first_convolution_and_cifar_stages_halve():
+    convs = _build_graph_only('resnet50_v2', layers.NHWC).conv_shapes
+    # Stage 3's first block: its shortcut and first 1x1 are strided, as in v1.
+    assert convs['stage3/block0/shortcut/Conv2D'][1] == 28
+    first = [n for n in convs if n.startswith('stage3/block0/conv')][0]
+    assert convs[first][1] == 28
+    cifar = _build_graph_only('resnet56', layers.NHWC, registry.CIFAR10).conv_shapes
+    sizes = sorted({shape[1] for shape in cifar.values()}, reverse=True)
+    assert sizes == [32, 16, 8]
+    # 9 blocks of 2 convolutions per stage, plus the stem: 55 convolutions, no projection.
+    assert len(cifar) == 55
 
 
 def test_dropout_is_on_only_in_training():

@@ -6,6 +6,7 @@ It checks the configuration against the machine before building anything, builds
 `num_batches` steps, checkpoints, and returns the figures (also appended to `result_file`).
 """
 import collections
+import dataclasses
 import platform
 import time
 
@@ -35,35 +36,41 @@ from tfhp.profiling import capture
 from tfhp.profiling import summaries
 from tfhp.replication import staleness
 
-# ImageNet's training-set size: synthetic data stands in for it, so epochs in learning-rate
-# schedules mean the same as on real ImageNet.
-IMAGENET_TRAIN_EXAMPLES = data_info.IMAGENET.num_examples['train']
 
-
-def _resolve(cfg):
-    """Checks cfg against the registry and the machine; returns (spec, batch, image, lr)."""
+def _resolve(cfg, data_name):
+    """Checks cfg against the registry (the variant for data set `data_name`) and the
+    machine; returns (spec, batch, image, lr)."""
     try:
-        spec = registry.get(cfg.model.name)
+        spec = registry.get(cfg.model.name, data_name)
     except ValueError as e:
-        raise config_lib.ConfigError('--model: %s' % e) from None
+        hint = ('' if cfg.data.data_dir or data_name == registry.CIFAR10 else
+                ' (--data_name=cifar10 selects the CIFAR-10 models)')
+        raise config_lib.ConfigError('--model: %s%s' % (e, hint)) from None
     devices.check(cfg.device, cfg.model)
     return (spec, cfg.model.batch_size or spec.batch_size,
             cfg.model.image_size or spec.image_size,
             cfg.optimizer.learning_rate or spec.learning_rate)
 
 
-def _data_set(cfg):
-    """(num_classes, training examples per epoch): the data set's, or synthetic data's."""
+def data_set(cfg):
+    """The DataSetInfo of cfg's data: its directory's, or the one synthetic data stands in for.
+
+    Synthetic data keeps the size of the data set it stands in for, so that epochs in
+    learning-rate schedules mean the same as on the real data. Standing in for ImageNet it has
+    --num_classes classes; for CIFAR-10, CIFAR-10's 10.
+    """
     if not cfg.data.data_dir:
-        return cfg.model.num_classes, IMAGENET_TRAIN_EXAMPLES
+        info = data_info.STAND_INS[cfg.data.data_name or data_info.IMAGENET.name]
+        if info is data_info.IMAGENET:
+            info = dataclasses.replace(info, num_classes=cfg.model.num_classes)
+        return info
     try:
-        info = data_info.load(cfg.data.data_dir, cfg.data.data_name)
+        return data_info.load(cfg.data.data_dir, cfg.data.data_name)
     except data_info.DataSetError as e:
         raise config_lib.ConfigError('--data_dir: %s' % e) from None
-    return info.num_classes, info.num_examples['train']
 
 
-def _make_pipeline(cfg, batch_size, image_size, topology, num_classes):
+def _make_pipeline(cfg, batch_size, image_size, topology, num_classes, data_name):
     """The configured pipeline; it checks its files when made, before building any op."""
     # A between-graph worker's towers continue the numbering of the workers before it, so no
     # two towers of a cluster see the same data; its RecordInput readers start further on.
@@ -75,7 +82,7 @@ def _make_pipeline(cfg, batch_size, image_size, topology, num_classes):
         return pipelines.make_pipeline(
             cfg.data, batch_size, image_size, num_classes, cfg.model.data_format,
             train=not cfg.run.eval, seed=cfg.run.tf_random_seed + first_tower,
-            shift_ratio=shift_ratio)
+            shift_ratio=shift_ratio, data_name=data_name)
     except record_input.InputFilesError as e:
         raise config_lib.ConfigError('--data_dir: %s' % e) from None
 
@@ -93,7 +100,8 @@ def _name_corrupt_input(cfg, error):
         return
     subset = 'validation' if cfg.run.eval else 'train'
     files = record_input.list_files(example_format.shard_pattern(cfg.data.data_dir, subset))
-    problem = data_check.first_problem(files, _data_set(cfg)[0])
+    info = data_set(cfg)
+    problem = data_check.first_problem(files, info.num_classes, info.image_format)
     if problem:
         raise config_lib.ConfigError('--data_dir: %s (--skip_corrupt_records skips and counts '
                                      'such records)' % data_check.describe(problem)) from error
@@ -138,16 +146,18 @@ def build(cfg, topology=None, finalize=True):
     Raises:
       tfhp.config.ConfigError: the configuration cannot work on this machine.
     """
-    spec, batch_size, image_size, base_rate = _resolve(cfg)
+    info = data_set(cfg)
+    num_classes, examples_per_epoch = info.num_classes, info.num_examples['train']
+    spec, batch_size, image_size, base_rate = _resolve(cfg, info.name)
     topology = topology or topology_lib.Topology.local(cfg.device.device,
                                                        cfg.device.num_devices,
                                                        cfg.device.local_parameter_device)
     images_per_step = batch_size * topology.num_towers
-    num_classes, examples_per_epoch = _data_set(cfg)
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(cfg.run.tf_random_seed)
-        pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes)
+        pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes,
+                                  info.name)
         manager = replication.make_variable_manager(cfg.replication, topology, cfg.cluster,
                                                     cfg.staleness)
         model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
@@ -235,9 +245,8 @@ def _run_local(cfg, log, topology, target):
     ops, saver = built.ops, built.saver
     batch_size, image_size, topology = built.batch_size, built.image_size, built.topology
     images_per_step, num_params = built.images_per_step, built.num_params
-    spec = registry.get(built.model_name)
     log('Model: %s  batch size per device: %d  devices: %d  data format: %s  '
-        'trainable parameters: %d' % (spec.name, batch_size, topology.num_towers,
+        'trainable parameters: %d' % (built.model_name, batch_size, topology.num_towers,
                                        cfg.model.data_format, num_params))
     with tf.Session(target, graph=built.graph, config=built.session_config) as sess:
         sess.run(built.init)
@@ -285,7 +294,7 @@ def _run_local(cfg, log, topology, target):
     result.update({
         'mode': ('input_only' if cfg.data.input_only else 'eval' if cfg.run.eval else
                  'train'),
-        'model': spec.name,
+        'model': built.model_name,
         'batch_size': batch_size,
         'global_batch_size': images_per_step,
         'image_size': image_size,

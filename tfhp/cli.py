@@ -22,7 +22,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string('model', 'trivial', 'Model name (see README for the list).')
 flags.DEFINE_integer('batch_size', None, 'Batch size per device; default: the model\'s.')
 flags.DEFINE_integer('image_size', None, 'Square input image size; default: the model\'s.')
-flags.DEFINE_integer('num_classes', 1000, 'Number of classes of the synthetic data.')
+flags.DEFINE_integer('num_classes', 1000, 'Number of classes of synthetic data standing in '
+                     'for ImageNet (for CIFAR-10, --data_name=cifar10: 10).')
 flags.DEFINE_enum('data_format', 'NHWC', config_lib.DATA_FORMATS, 'Image layout.')
 flags.DEFINE_boolean('fuse_batchnorm', True,
                      'Fused batch-norm kernel (true) or composite ops (false).')
@@ -119,7 +120,9 @@ flags.DEFINE_integer('partition_min_bytes', 0, 'Split parameter-server variables
 flags.DEFINE_string('data_dir', None, 'Directory of TFRecord shards in the ImageNet format '
                     '(train-*-of-*, validation-*-of-*); default: synthetic data.')
 flags.DEFINE_string('data_name', None, 'Expected data set name: imagenet, or the name in '
-                    '--data_dir\'s dataset_info.json. Default: what --data_dir holds.')
+                    '--data_dir\'s dataset_info.json. Default: what --data_dir holds. Without '
+                    '--data_dir: imagenet or cifar10, the data synthetic data stands in for. '
+                    'cifar10 selects the CIFAR-10 models (32x32) and preprocessing.')
 flags.DEFINE_boolean('use_datasets', False, 'Read through tf.data instead of RecordInput.')
 flags.DEFINE_integer('datasets_num_private_threads', 0,
                      'tf.data private thread pool size; 0: the shared pool.')

@@ -24,6 +24,7 @@ from tfhp import benchmark
 from tfhp import cli
 from tfhp import compat
 from tfhp import config as config_lib
+from tfhp.data import info as data_info
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 from tfhp.profiling import capture
@@ -53,9 +54,16 @@ def ablations(cfg):
         except config_lib.ConfigError as e:
             variants.append((name, 'cannot be configured: %s' % e))
 
+    def synthetic():
+        # Synthetic data stands in for CIFAR-10 when that is the data, so that the same
+        # (32x32) model variant runs; for ImageNet and anything else, ImageNet-like data.
+        name = benchmark.data_set(cfg).name
+        return _replace(cfg, 'data', data_dir=None, use_datasets=False,
+                        skip_corrupt_records=False,
+                        data_name=name if name in data_info.STAND_INS else None)
+
     add('synthetic data', None if cfg.data.data_dir else 'no real data configured (--data_dir)',
-        lambda: _replace(cfg, 'data', data_dir=None, data_name=None, use_datasets=False,
-                         skip_corrupt_records=False))
+        synthetic)
     add('independent', ('the configuration is already independent'
                         if cfg.replication.variable_update == 'independent' else None),
         lambda: _replace(cfg, 'replication', variable_update='independent'))

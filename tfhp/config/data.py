@@ -4,6 +4,7 @@ from typing import Optional
 
 from tfhp.config import errors
 from tfhp.config import replication
+from tfhp.data import info as data_info
 
 # Images are staged in the dtypes gradients are transferred in.
 IMAGE_DTYPES = replication.TRANSFER_DTYPES
@@ -16,7 +17,9 @@ class DataConfig:
     Attributes:
       data_dir: directory of TFRecord shards in the ImageNet format; None: synthetic data.
       data_name: the data set's expected name ('imagenet', or the name in the directory's
-        dataset_info.json); None accepts what the directory holds.
+        dataset_info.json); None accepts what the directory holds. Without data_dir it names
+        the data set synthetic data stands in for ('imagenet', the default, or 'cifar10');
+        'cifar10' also selects the CIFAR-10 models and preprocessing.
       use_datasets: read through tf.data instead of RecordInput + staging.
       datasets_num_private_threads: tf.data private thread pool size (0: shared pool).
       datasets_prefetch_buffer_size: batches tf.data prefetches on the host.
@@ -49,9 +52,12 @@ class DataConfig:
     image_dtype: str = 'float32'
 
     def __post_init__(self):
-        for flag in ('data_name', 'use_datasets', 'skip_corrupt_records'):
+        for flag in ('use_datasets', 'skip_corrupt_records'):
             errors.require(self.data_dir or not getattr(self, flag),
                            '--%s needs --data_dir (synthetic data has no files)', flag)
+        errors.require(self.data_dir or self.data_name in (None,) + tuple(data_info.STAND_INS),
+                       '--data_name=%s needs --data_dir: synthetic data stands in only for %s',
+                       self.data_name, ' or '.join(sorted(data_info.STAND_INS)))
         errors.require_at_least(self, 0, 'datasets_num_private_threads')
         errors.require_at_least(self, 1, 'datasets_prefetch_buffer_size',
                                 'record_input_parallelism', 'record_input_buffer_size')

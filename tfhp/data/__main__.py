@@ -3,12 +3,14 @@
 Commands:
   synthetic  a learnable synthetic data set (--num_classes, --image_size, --train_examples...)
   folder     convert --input_dir (one sub-folder of JPEG/PNG images per class)
+  cifar10    convert CIFAR-10's python or binary batches in --input_dir (PNG, labels 0..9)
   digits     scikit-learn's 8x8 digits, upscaled to --image_size (needs tfhp[digits])
   check      read every record of --data_dir and name each corrupt one
 
 Examples:
   python -m tfhp.data synthetic --output_dir=/tmp/shapes --image_size=32
   python -m tfhp.data folder --input_dir=~/photos --output_dir=/tmp/photos_tfr
+  python -m tfhp.data cifar10 --input_dir=~/cifar-10-batches-py --output_dir=/tmp/cifar10
   python -m tfhp.data check --data_dir=/tmp/shapes
 """
 import os
@@ -20,10 +22,11 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 FLAGS = flags.FLAGS
-COMMANDS = ('synthetic', 'folder', 'digits', 'check')
+COMMANDS = ('synthetic', 'folder', 'cifar10', 'digits', 'check')
 
 flags.DEFINE_string('output_dir', None, 'Where the shards and dataset_info.json go.')
-flags.DEFINE_string('input_dir', None, 'folder: one sub-folder of images per class.')
+flags.DEFINE_string('input_dir', None, 'folder: one sub-folder of images per class; cifar10: '
+                    'the data_batch_* and test_batch files (python or .bin).')
 flags.DEFINE_string('validation_dir', None,
                     'folder: a second folder for validation (default: split --input_dir).')
 flags.DEFINE_float('validation_fraction', None,
@@ -56,7 +59,8 @@ def _check():
     bad = 0
     for subset in info_lib.SUBSETS:
         files = record_input.list_files(example_format.shard_pattern(FLAGS.data_dir, subset))
-        count, problems = check.scan(files, info.num_classes, FLAGS.max_problems)
+        count, problems = check.scan(files, info.num_classes, FLAGS.max_problems,
+                                     info.image_format)
         for problem in problems:
             print(check.describe(problem))
         print('%s: %d records read in %d files, %d corrupt' % (subset, count, len(files),
@@ -66,6 +70,7 @@ def _check():
 
 
 def _make(command):
+    from tfhp.data import cifar10  # pylint: disable=g-import-not-at-top
     from tfhp.data import digits  # pylint: disable=g-import-not-at-top
     from tfhp.data import folder  # pylint: disable=g-import-not-at-top
     from tfhp.data import synthetic  # pylint: disable=g-import-not-at-top
@@ -82,6 +87,10 @@ def _make(command):
         fraction = 0.1 if FLAGS.validation_fraction is None else FLAGS.validation_fraction
         info = folder.convert(FLAGS.input_dir, FLAGS.output_dir, FLAGS.validation_dir,
                               fraction, **common)
+    elif command == 'cifar10':
+        _require('input_dir')
+        info = cifar10.convert(FLAGS.input_dir, FLAGS.output_dir, FLAGS.train_shards,
+                               FLAGS.validation_shards, FLAGS.num_threads)
     else:
         fraction = 0.2 if FLAGS.validation_fraction is None else FLAGS.validation_fraction
         info = digits.convert(FLAGS.output_dir, FLAGS.image_size, fraction, **common)

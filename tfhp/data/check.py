@@ -1,8 +1,9 @@
 """Finds the records an input pipeline would fail on, naming each one's file and index.
 
 Checks, in the order the pipelines meet them: the TFRecord framing (length and checksums), that
-the record is a `tf.train.Example`, that it has JPEG bytes under `image/encoded` and an integer
-label in [0, num_classes), and that the JPEG decodes. A framing error ends the scan of its file
+the record is a `tf.train.Example`, that it has image bytes of the data set's format (JPEG, or
+PNG for CIFAR-10) under `image/encoded` and an integer label in [0, num_classes), and that the
+image decodes. A framing error ends the scan of its file
 (the reader cannot find the next record). The training graph cannot say which file a failing
 record came from; `tfhp.benchmark` runs this scan when a step fails on input.
 """
@@ -17,7 +18,11 @@ from tfhp.pipelines import example_format
 Problem = collections.namedtuple('Problem', ['path', 'index', 'reason'])
 
 
-def _example_problem(record, num_classes, codec):
+# How to recognise each image format's bytes.
+_SIGNATURES = {'JPEG': codec_lib.is_jpeg, 'PNG': codec_lib.is_png}
+
+
+def _example_problem(record, num_classes, codec, image_format):
     """Why `record` would fail, or None."""
     try:
         example = tf.train.Example.FromString(record)
@@ -32,32 +37,38 @@ def _example_problem(record, num_classes, codec):
         return 'no %s integer' % example_format.LABEL
     if not 0 <= labels[0] < num_classes:
         return 'label %d out of range [0, %d)' % (labels[0], num_classes)
-    if not codec_lib.is_jpeg(encoded[0]):
-        return '%s bytes are not a JPEG image' % example_format.ENCODED
+    if not _SIGNATURES[image_format](encoded[0]):
+        return '%s bytes are not a %s image' % (example_format.ENCODED, image_format)
     try:
         codec.decode(encoded[0])
     except codec_lib.ImageDecodeError as e:
-        return 'the JPEG does not decode (%s)' % e
+        return 'the %s does not decode (%s)' % (image_format, e)
     return None
 
 
-def scan(files, num_classes, max_problems=None):
+def scan(files, num_classes, max_problems=None, image_format='JPEG'):
     """Reads every record of `files` and reports the first `max_problems` problems.
 
     Args:
       files: TFRecord file names.
       num_classes: labels must lie in [0, num_classes).
       max_problems: stop after this many problems (None: read everything).
+      image_format: 'JPEG' or 'PNG', the data set's (`DataSetInfo.image_format`).
     Returns:
       (records_read, [Problem(path, index, reason)]).
+    Raises:
+      ValueError: an unknown image format.
     """
+    if image_format not in _SIGNATURES:
+        raise ValueError('image_format must be one of %s, got %r' % (sorted(_SIGNATURES),
+                                                                     image_format))
     problems, count = [], 0
     with codec_lib.JpegCodec() as codec:
         for path in files:
             index = 0
             try:
                 for record in tf.io.tf_record_iterator(path):
-                    reason = _example_problem(record, num_classes, codec)
+                    reason = _example_problem(record, num_classes, codec, image_format)
                     if reason:
                         problems.append(Problem(path, index, reason))
                     index += 1
@@ -72,9 +83,9 @@ def scan(files, num_classes, max_problems=None):
     return count, problems
 
 
-def first_problem(files, num_classes):
+def first_problem(files, num_classes, image_format='JPEG'):
     """The first Problem in `files`, or None."""
-    _, problems = scan(files, num_classes, max_problems=1)
+    _, problems = scan(files, num_classes, max_problems=1, image_format=image_format)
     return problems[0] if problems else None
 
 

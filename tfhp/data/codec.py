@@ -1,4 +1,5 @@
-"""JPEG encoding and decoding outside the training graph, for the data-set writers and checker.
+"""JPEG (and PNG) encoding and decoding outside the training graph, for the data-set writers and
+checker.
 
 One small graph and session serve every caller; `session.run` releases the GIL, so writer
 threads encode in parallel.
@@ -12,7 +13,7 @@ class ImageDecodeError(ValueError):
 
 
 class JpegCodec:
-    """Encodes uint8 RGB arrays to JPEG and decodes JPEG/PNG/GIF/BMP bytes to arrays.
+    """Encodes uint8 RGB arrays to JPEG (or PNG) and decodes JPEG/PNG/GIF/BMP bytes to arrays.
 
     Args:
       quality: JPEG quality of `encode`, 0-100.
@@ -28,6 +29,7 @@ class JpegCodec:
                               tf.uint8)
             self._encoded = tf.image.encode_jpeg(self._pixels, quality=quality)
             self._resized_encoded = tf.image.encode_jpeg(resized, quality=quality)
+            self._png = tf.io.encode_png(self._pixels)
             self._bytes = tf.placeholder(tf.string, [])
             self._decoded = tf.io.decode_image(self._bytes, channels=3, expand_animations=False)
         self._session = tf.Session(graph=self._graph)
@@ -39,6 +41,10 @@ class JpegCodec:
             return self._session.run(self._encoded, {self._pixels: pixels})
         return self._session.run(self._resized_encoded, {self._pixels: pixels,
                                                          self._size: size})
+
+    def encode_png(self, pixels):
+        """PNG bytes (lossless) of a uint8 [height, width, 3] array."""
+        return self._session.run(self._png, {self._pixels: pixels})
 
     def decode(self, data):
         """The uint8 [height, width, 3] array of image bytes; ImageDecodeError if invalid."""
@@ -60,6 +66,11 @@ class JpegCodec:
 def is_jpeg(data):
     """Whether `data` starts with the JPEG start-of-image marker."""
     return data[:3] == b'\xff\xd8\xff'
+
+
+def is_png(data):
+    """Whether `data` starts with the PNG signature."""
+    return data[:8] == b'\x89PNG\r\n\x1a\n'
 
 
 def to_rgb(gray):

@@ -1,8 +1,12 @@
-"""What a data directory holds: its name, classes and examples per subset.
+"""What a data directory holds: its name, classes, examples per subset and image format.
 
 tfhp's writers put a `dataset_info.json` beside the shards. A directory without one is taken
 to be ImageNet as the usual conversion scripts write it: labels 1..1000 with 0 reserved for
-"background", hence 1001 classes, and ImageNet's subset sizes.
+"background", hence 1001 classes, and ImageNet's subset sizes. CIFAR-10 (`tfhp.data.cifar10`)
+keeps its own labels 0..9: 10 classes, no background.
+
+Without a data directory, synthetic data stands in for one of the STAND_INS (ImageNet by
+default; `--data_name=cifar10` for CIFAR-10's 32x32 images and 10 classes).
 """
 import dataclasses
 import json
@@ -27,15 +31,24 @@ class DataSetInfo:
       num_examples: examples per subset, e.g. {'train': 1281167, 'validation': 50000}.
       image_size: the stored images' size when they all have one, else None.
       class_names: the name of each label, when known.
+      image_format: how `image/encoded` is encoded: 'JPEG' or 'PNG'.
     """
     name: str
     num_classes: int
     num_examples: Dict[str, int]
     image_size: Optional[int] = None
     class_names: Tuple[str, ...] = ()
+    image_format: str = 'JPEG'
 
 
 IMAGENET = DataSetInfo('imagenet', 1001, {'train': 1281167, 'validation': 50000})
+# Label k is CIFAR10_CLASSES[k], the order of the data set's batches.meta.
+CIFAR10_CLASSES = ('airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse',
+                   'ship', 'truck')
+CIFAR10 = DataSetInfo('cifar10', 10, {'train': 50000, 'validation': 10000}, 32, CIFAR10_CLASSES,
+                      'PNG')
+# The data sets synthetic data can stand in for, by name.
+STAND_INS = {IMAGENET.name: IMAGENET, CIFAR10.name: CIFAR10}
 
 
 def write(directory, info):

@@ -1,4 +1,5 @@
-"""The one layer builder every model uses: conv, dense, pooling, batch norm, dropout.
+"""The one layer builder every model uses: conv (plain and depthwise), dense, pooling, batch
+norm (also as a pre-activation), LRN, dropout.
 
 Built from `tf.nn` ops and `tf.compat.v1.get_variable` only (no Keras), so that every op and
 variable is visible and placeable by hand. The builder owns the data format: models are written
@@ -28,8 +29,6 @@ class LayerBuilder:
       is_training: batch norm uses batch statistics and dropout drops when True.
       fuse_batchnorm: use the fused kernel (`tf.nn.fused_batch_norm`) rather than the composite
         moments + normalize ops; both compute the same function.
-      use_bias_with_bn: whether conv layers followed by batch norm also get a bias (they never need
-        one; the option exists to match published parameter counts of some nets).
       bn_decay: decay of the moving mean and variance.
       bn_epsilon: variance epsilon.
     """
@@ -118,6 +117,43 @@ class LayerBuilder:
                 y = activation(y)
         return y
 
+    def depthwise_conv(self, x, kernel, strides=1, padding='SAME', activation=tf.nn.relu,
+                       batch_norm=False, name=None):
+        """Depthwise 2-D convolution (one filter per input channel), as MobileNet uses.
+
+        Args:
+          x: 4-D input in the builder's data format.
+          kernel: int or (height, width).
+          strides: int or (height, width).
+          padding: 'SAME', 'VALID', or an int of explicit symmetric spatial padding.
+          activation: a function, or None for linear.
+          batch_norm: follow the convolution with batch norm (and no bias).
+          name: variable scope; default `depthwise<k>`.
+        Returns:
+          The output tensor, with as many channels as `x`.
+        """
+        name = self._unique('depthwise', name)
+        if isinstance(kernel, int):
+            kernel = (kernel, kernel)
+        channels = self.channels(x)
+        with tf.variable_scope(name):
+            # A depthwise filter's fan-in is its window alone: He init over kernel area.
+            weights = tf.get_variable(
+                'weights', [kernel[0], kernel[1], channels, 1],
+                initializer=tf.variance_scaling_initializer(scale=2.0, mode='fan_in'))
+            if isinstance(padding, int):
+                x = self._pad(x, padding)
+                padding = 'VALID'
+            y = tf.nn.depthwise_conv2d(x, weights, self._window(strides), padding,
+                                       data_format=self.data_format)
+            if batch_norm:
+                y = self.batch_norm(y)
+            else:
+                y = self._bias(y, channels)
+            if activation is not None:
+                y = activation(y)
+        return y
+
     def _pad(self, x, pad):
         if self.data_format == NHWC:
             return tf.pad(x, [[0, 0], [pad, pad], [pad, pad], [0, 0]])
@@ -172,6 +208,16 @@ class LayerBuilder:
             size *= int(dim)
         return tf.reshape(x, [-1, size])
 
+    def pad_channels(self, x, before, after):
+        """Appends `before` and `after` all-zero channels on either side of x's channels.
+
+        The parameter-free "option A" shortcut of the CIFAR ResNets widens a block's input
+        this way where the block doubles its channels.
+        """
+        pads = [[0, 0]] * 4
+        pads[self.channel_axis] = [before, after]
+        return tf.pad(x, pads)
+
     def concat(self, tensors):
         """Concatenates along the channel axis."""
         return tf.concat(tensors, self.channel_axis)
@@ -181,6 +227,29 @@ class LayerBuilder:
         if not self.is_training or keep_prob >= 1.0:
             return x
         return tf.nn.dropout(x, rate=1.0 - keep_prob)
+
+    def lrn(self, x, depth_radius=4, bias=1.0, alpha=0.001 / 9.0, beta=0.75):
+        """Local response normalisation across channels (no parameters).
+
+        tf.nn.lrn normalises over the last axis only (on CPU and GPU), so an NCHW input is
+        transposed to NHWC and back.
+        """
+        if self.data_format == NCHW:
+            x = tf.transpose(x, [0, 2, 3, 1])
+        y = tf.nn.lrn(x, depth_radius=depth_radius, bias=bias, alpha=alpha, beta=beta)
+        if self.data_format == NCHW:
+            y = tf.transpose(y, [0, 3, 1, 2])
+        return y
+
+    def batch_norm_relu(self, x, name=None):
+        """Batch norm then ReLU with no convolution of its own: the pre-activation that ResNet v2
+        and DenseNet put before a convolution (and once more before their classifier).
+
+        Variables live under `preact<k>/batchnorm/`, so that they are named like the batch
+        norms inside convolutions (and, like them, are not weight-decayed).
+        """
+        with tf.variable_scope(self._unique('preact', name)):
+            return tf.nn.relu(self.batch_norm(x))
 
     def batch_norm(self, x, scale=True, name='batchnorm'):
         """Batch norm over the channel axis, fused or composite per the builder.

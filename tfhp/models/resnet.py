@@ -1,9 +1,19 @@
-"""ResNet v1 and v1.5 with bottleneck blocks: He et al., "Deep Residual Learning for Image
-Recognition", 2015.
+"""ResNet v1, v1.5 and v2 with bottleneck blocks, for ImageNet.
 
-v1 strides a downsampling block on its first 1x1 convolution, as in the paper; v1.5 strides the
-3x3 convolution instead, which costs more compute and is slightly more accurate. Convolutions
-are followed by batch norm and have no bias.
+v1: He et al., "Deep Residual Learning for Image Recognition", 2015. A downsampling block is
+strided on its first 1x1 convolution, as in the paper; v1.5 strides the 3x3 convolution instead,
+which costs more compute and is slightly more accurate. Convolutions are followed by batch norm
+and have no bias.
+
+v2: He et al., "Identity Mappings in Deep Residual Networks", 2016. Pre-activation blocks: batch
+norm and ReLU come before each convolution, and the sum is not followed by a ReLU, so the
+shortcuts form an unbroken identity path; one more batch norm and ReLU precede the classifier.
+The stride sits on the first 1x1 convolution as in v1, as the reference benchmarks' `resnet50_v2`
+has it (the paper's released Torch code strides the 3x3; the parameters are the same). The stem
+keeps its batch norm and ReLU, so the first block skips its own pre-activation, as in the
+paper's code (the reference benchmarks normalise twice there).
+
+The CIFAR-10 ResNets (basic blocks, 3 stages) are in resnet_cifar.py.
 """
 import tensorflow.compat.v1 as tf
 
@@ -17,7 +27,7 @@ _BLOCKS_PER_STAGE = {
 }
 # Output depth of each stage; the bottleneck is a quarter of it.
 _STAGE_DEPTHS = (256, 512, 1024, 2048)
-VERSIONS = ('v1', 'v1.5')
+VERSIONS = ('v1', 'v1.5', 'v2')
 
 
 def bottleneck(builder, x, depth, stride, version):
@@ -47,6 +57,33 @@ def bottleneck(builder, x, depth, stride, version):
     return tf.nn.relu(y + shortcut)
 
 
+def bottleneck_v2(builder, x, depth, stride, preactivated=False):
+    """A pre-activation bottleneck block: BN-ReLU, then 1x1, 3x3, 1x1 convolutions, plus x.
+
+    Args:
+      builder: the LayerBuilder.
+      x: the input feature map (the previous block's un-normalised sum).
+      depth: output channels (the bottleneck has depth / 4).
+      stride: 1, or 2 to downsample (on the first 1x1 convolution).
+      preactivated: x is already normalised and rectified (the stem's output), so the block
+        skips its own BN-ReLU, as the paper's code does for the first block.
+    Returns:
+      The block output, with no activation: the next block normalises it.
+    """
+    preact = x if preactivated else builder.batch_norm_relu(x)
+    if stride != 1 or builder.channels(x) != depth:
+        # The projection reads the pre-activation, as the residual branch does; no batch norm
+        # after it, since the sum is normalised by the next block.
+        shortcut = builder.conv(preact, depth, 1, strides=stride, activation=None,
+                                use_bias=False, name='shortcut')
+    else:
+        shortcut = x
+    y = builder.conv(preact, depth // 4, 1, strides=stride, batch_norm=True)
+    y = builder.conv(y, depth // 4, 3, padding=1, batch_norm=True)
+    y = builder.conv(y, depth, 1, activation=None, use_bias=False)
+    return y + shortcut
+
+
 def build(builder, images, num_classes, depth=50, version='v1'):
     """Returns ResNet logits (224x224 by default; any size of at least 32 builds).
 
@@ -55,7 +92,7 @@ def build(builder, images, num_classes, depth=50, version='v1'):
       images: 4-D images in the builder's data format.
       num_classes: number of classes.
       depth: 50, 101 or 152.
-      version: 'v1' or 'v1.5'.
+      version: 'v1', 'v1.5' or 'v2'.
     Returns:
       Logits of shape [batch, num_classes].
     """
@@ -69,5 +106,11 @@ def build(builder, images, num_classes, depth=50, version='v1'):
             # The first stage follows the max pool, so only later stages downsample.
             stride = 2 if block == 0 and stage > 0 else 1
             with tf.variable_scope('stage%d/block%d' % (stage + 2, block)):
-                x = bottleneck(builder, x, stage_depth, stride, version)
+                if version == 'v2':
+                    x = bottleneck_v2(builder, x, stage_depth, stride,
+                                      preactivated=stage == 0 and block == 0)
+                else:
+                    x = bottleneck(builder, x, stage_depth, stride, version)
+    if version == 'v2':
+        x = builder.batch_norm_relu(x, name='postnorm')
     return common.classifier(builder, builder.global_avg_pool(x), num_classes)

@@ -13,7 +13,7 @@ from tfhp.pipelines import synthetic
 
 
 def make_pipeline(data_config, batch_size, image_size, num_classes, data_format='NHWC',
-                  train=True, seed=1234, shift_ratio=None):
+                  train=True, seed=1234, shift_ratio=None, data_name=None):
     """Builds the pipeline a `tfhp.config.DataConfig` describes.
 
     Args:
@@ -25,6 +25,9 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
       train: the training subset and augmentation, else the validation subset and crop.
       seed: seed of the data order and random augmentation.
       shift_ratio: RecordInput's shift ratio; None takes data_config's.
+      data_name: the data set's name (the directory's, when data_config leaves it open);
+        'cifar10' selects the CIFAR-10 preprocessing. Synthetic data ignores it: its batches
+        are random images of `image_size` and labels below `num_classes` either way.
     Returns:
       A `tfhp.pipelines.base.Pipeline`.
     Raises:
@@ -36,10 +39,10 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
                                            data_format=data_format, seed=seed, dtype=dtype)
     pattern = example_format.shard_pattern(data_config.data_dir,
                                            'train' if train else 'validation')
-    common = dict(train=train, data_format=data_format, dtype=dtype, distortions=data_config.distortions,
-                  color=data_config.distort_color, seed=seed,
-                  staged=data_config.staged_input,
-                  skip_corrupt=data_config.skip_corrupt_records)
+    common = dict(train=train, data_format=data_format, dtype=dtype,
+                  distortions=data_config.distortions, color=data_config.distort_color,
+                  seed=seed, staged=data_config.staged_input,
+                  skip_corrupt=data_config.skip_corrupt_records, data_name=data_name)
     if data_config.use_datasets:
         return datasets.DatasetPipeline(
             pattern, batch_size, image_size, num_classes,

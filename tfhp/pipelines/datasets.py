@@ -41,7 +41,7 @@ class DatasetPipeline(base.Pipeline):
 
     Args:
       file_pattern, batch_size, image_size, num_classes, train, data_format, dtype,
-        distortions, color, staged, skip_corrupt: as for `records.RecordsPipeline`.
+        distortions, color, staged, skip_corrupt, data_name: as for `records.RecordsPipeline`.
       num_private_threads: size of a thread pool private to this pipeline (0: TF's shared
         pool).
       prefetch_buffer_size: batches prefetched on the host (when staged).
@@ -55,12 +55,13 @@ class DatasetPipeline(base.Pipeline):
                  data_format='NHWC', dtype=tf.float32, distortions=True, color=False,
                  num_private_threads=0, prefetch_buffer_size=1,
                  shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, seed=301, staged=True,
-                 skip_corrupt=False):
+                 skip_corrupt=False, data_name=None):
         self.files = record_input.list_files(file_pattern)
         self._pattern = file_pattern
         self._batch_size = batch_size
         self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
-                                                    distortions, color, data_format, dtype)
+                                                    distortions, color, data_format, dtype,
+                                                    data_name)
         self._train = train
         self._num_private_threads = num_private_threads
         self._prefetch = prefetch_buffer_size

@@ -7,8 +7,8 @@ named `<subset>-<index>-of-<count>`, e.g. `train-00017-of-01024`. Bounding boxes
 """
 import tensorflow.compat.v1 as tf
 
-ENCODED = 'image/encoded'      # bytes: the JPEG file
-FORMAT = 'image/format'        # bytes: b'JPEG'
+ENCODED = 'image/encoded'      # bytes: the JPEG (or, for CIFAR-10, PNG) file
+FORMAT = 'image/format'        # bytes: b'JPEG' or b'PNG'
 HEIGHT = 'image/height'        # int64
 WIDTH = 'image/width'          # int64
 COLORSPACE = 'image/colorspace'  # bytes: b'RGB'
@@ -43,20 +43,22 @@ def _floats(values):
     return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
 
 
-def make_example(encoded, label, height, width, text=b'', filename=b'', boxes=()):
+def make_example(encoded, label, height, width, text=b'', filename=b'', boxes=(),
+                 image_format=b'JPEG'):
     """Builds one image's `tf.train.Example`.
 
     Args:
-      encoded: the JPEG bytes.
+      encoded: the encoded image (JPEG unless `image_format` says otherwise).
       label: integer class index.
       height, width: image size in pixels.
       text: class name (bytes).
       filename: the source file name (bytes).
       boxes: (ymin, xmin, ymax, xmax) tuples, fractions of the image size.
+      image_format: b'JPEG' or b'PNG', stored under FORMAT.
     Returns:
       A `tf.train.Example`.
     """
-    feature = {ENCODED: _bytes(encoded), FORMAT: _bytes(b'JPEG'), HEIGHT: _ints(height),
+    feature = {ENCODED: _bytes(encoded), FORMAT: _bytes(image_format), HEIGHT: _ints(height),
                WIDTH: _ints(width), COLORSPACE: _bytes(b'RGB'), CHANNELS: _ints(3),
                FILENAME: _bytes(filename), LABEL: _ints(label), TEXT: _bytes(text)}
     for i, key in enumerate(BOX_KEYS):

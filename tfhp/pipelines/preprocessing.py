@@ -7,6 +7,14 @@ but that record, so that a batch's examples are processed in parallel:
                left-right flip, bilinear resize, optional colour distortion;
   evaluation:  decode, central crop of 87.5%, bilinear resize.
 
+CIFAR-10 (`data_name='cifar10'`) has its own, the standard augmentation of the ResNet paper
+(He et al. 2015, section 4.2) that the reference benchmarks use for it:
+
+  training:    decode (PNG or JPEG), pad 4 zero pixels on each side, random image_size crop,
+               random left-right flip;
+  evaluation:  decode, and nothing else (a central crop or zero padding if image_size is not
+               the stored 32).
+
 Images leave scaled to [-1, 1] in the requested layout (NHWC or NCHW) and dtype (float32,
 float16 or bfloat16). A label outside [0, num_classes) is an error, like bytes that are not a
 JPEG or a record that is not an Example. `with_validity` turns those errors into a flag so
@@ -25,6 +33,10 @@ EVAL_CENTRAL_FRACTION = 0.875
 # Perf: the fast integer IDCT; the reference benchmarks use it too (its error is below JPEG's).
 DCT_METHOD = 'INTEGER_FAST'
 IMAGE_DTYPES = (tf.float32, tf.float16, tf.bfloat16)
+# The data set whose records get the CIFAR-10 preprocessing; any other gets the ImageNet one.
+CIFAR10 = 'cifar10'
+# Zero pixels added on each side before the random crop of a CIFAR-10 training image.
+CIFAR_PADDING = 4
 
 # Graph collection of the int64 variables that count skipped corrupt records (see records.py
 # and datasets.py); `skipped_records` sums them.
@@ -84,6 +96,40 @@ def eval_image(encoded, image_size):
     return _resize(image, image_size)
 
 
+def cifar_train_image(image, image_size):
+    """Augments one decoded CIFAR-10 training image: zero-pad, random crop, random flip.
+
+    The padding is black (0 before scaling, so -1 after `finish`), as in the reference
+    benchmarks, which pad before scaling too. The crop is an image_size window at a uniformly
+    random offset in the padded image, so each pixel moves by up to CIFAR_PADDING.
+
+    Args:
+      image: uint8 [height, width, 3].
+      image_size: output height and width.
+    Returns:
+      float32 [image_size, image_size, 3] in [0, 1].
+    """
+    padded_size = image_size + 2 * CIFAR_PADDING
+    image = tf.image.resize_with_crop_or_pad(image, padded_size, padded_size)
+    image = tf.image.random_crop(image, [image_size, image_size, 3])
+    image = tf.image.random_flip_left_right(image)
+    return tf.cast(image, tf.float32) / 255.0
+
+
+def cifar_eval_image(image, image_size):
+    """One decoded CIFAR-10 evaluation image, unchanged at 32x32 (else centrally cropped or
+    zero-padded to image_size); float32 [image_size, image_size, 3] in [0, 1]."""
+    image = tf.image.resize_with_crop_or_pad(image, image_size, image_size)
+    return tf.cast(image, tf.float32) / 255.0
+
+
+def decode_any(encoded):
+    """uint8 [height, width, 3] from PNG or JPEG bytes (CIFAR-10 records are PNG)."""
+    image = tf.io.decode_image(encoded, channels=3, expand_animations=False)
+    image.set_shape([None, None, 3])
+    return image
+
+
 def finish(image, data_format='NHWC', dtype=tf.float32):
     """Scales a [0, 1] HWC image to [-1, 1], in `data_format` ('NHWC' or 'NCHW') and dtype."""
     image = image * 2.0 - 1.0
@@ -101,16 +147,19 @@ def checked_label(label, num_classes):
 
 
 def example_fn(image_size, num_classes, train=True, distortions=True, color=False,
-               data_format='NHWC', dtype=tf.float32):
+               data_format='NHWC', dtype=tf.float32, data_name=None):
     """Returns fn(serialized) -> (image, label) for one Example record.
 
     Args:
       image_size: output height and width.
       num_classes: labels must lie in [0, num_classes).
       train: training augmentation (True) or the evaluation crop (False).
-      distortions, color: see `train_image` (training only).
+      distortions, color: see `train_image` (training only; CIFAR-10 has no colour
+        distortion, as in the reference benchmarks).
       data_format: 'NHWC' or 'NCHW' (the image has no batch dimension: HWC or CHW).
       dtype: one of IMAGE_DTYPES.
+      data_name: the data set's name: CIFAR10 selects the CIFAR-10 preprocessing, any other
+        (None included) the ImageNet one.
     Raises:
       ValueError: an unknown data format or dtype.
     """
@@ -121,7 +170,13 @@ def example_fn(image_size, num_classes, train=True, distortions=True, color=Fals
 
     def fn(serialized):
         encoded, label, boxes = example_format.parse(serialized)
-        if train:
+        if data_name == CIFAR10:
+            image = decode_any(encoded)
+            if train and distortions:
+                image = cifar_train_image(image, image_size)
+            else:
+                image = cifar_eval_image(image, image_size)
+        elif train:
             image = train_image(encoded, boxes, image_size, distortions, color)
         else:
             image = eval_image(encoded, image_size)

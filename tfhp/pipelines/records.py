@@ -57,6 +57,8 @@ class RecordsPipeline(base.Pipeline):
       parallelism, buffer_size, shift_ratio, seed: RecordInput settings (`record_input.read`).
       staged: software-pipeline the stages (True) or run them in sequence.
       skip_corrupt: skip and count corrupt records instead of failing.
+      data_name: the data set's name; 'cifar10' selects the CIFAR-10 preprocessing
+        (`preprocessing.example_fn`).
     Raises:
       record_input.InputFilesError: the pattern cannot feed a reader (checked at once).
     """
@@ -64,12 +66,13 @@ class RecordsPipeline(base.Pipeline):
     def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
                  data_format='NHWC', dtype=tf.float32, distortions=True, color=False,
                  parallelism=16, buffer_size=10000, shift_ratio=0.0, seed=301, staged=True,
-                 skip_corrupt=False):
+                 skip_corrupt=False, data_name=None):
         self.files = record_input.list_files(file_pattern)
         self._pattern = file_pattern
         self._batch_size = batch_size
         self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
-                                                    distortions, color, data_format, dtype)
+                                                    distortions, color, data_format, dtype,
+                                                    data_name)
         self._reader = dict(parallelism=parallelism, buffer_size=buffer_size,
                             shift_ratio=shift_ratio, seed=seed)
         self._staged = staged
