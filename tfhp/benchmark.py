@@ -218,8 +218,8 @@ def run(cfg, log=print, topology=None, target=''):
     """Runs one benchmark.
 
     Args:
-      cfg: a `tfhp.config.BenchmarkConfig`; with a cluster, this process runs one task of it
-        through `tfhp.distributed`.
+      cfg: a `tfhp.config.BenchmarkConfig` (a cluster task runs through `tfhp.distributed`,
+        which calls this for the in-graph client).
       log: called with each line to print.
       topology, target: the in-graph client of a cluster (`tfhp.distributed`) passes its
         cluster-wide topology and its server's session target.
@@ -229,10 +229,6 @@ def run(cfg, log=print, topology=None, target=''):
       tfhp.config.ConfigError: the configuration cannot work on this machine, or a record of
         --data_dir is corrupt (the message names its file and index).
     """
-    if cfg.cluster.enabled and topology is None:
-        # Imported here: tfhp.distributed builds its graphs with this module's `build`.
-        from tfhp import distributed  # pylint: disable=g-import-not-at-top
-        return distributed.run(cfg, log)
     try:
         return _run_local(cfg, log, topology, target)
     except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:

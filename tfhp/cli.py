@@ -15,6 +15,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 from tfhp import config as config_lib
+from tfhp.cluster import errors as cluster_errors
 
 FLAGS = flags.FLAGS
 
@@ -195,8 +196,16 @@ def config_from_flags(values, tf_config=''):
         staleness=_section(config_lib.StalenessConfig, values))
 
 
+def _is_cluster_task():
+    return bool(FLAGS.job_name or os.environ.get('TF_CONFIG'))
+
+
 def main(argv):
-    """Runs the benchmark the flags describe; exit status 2 on a configuration error."""
+    """Runs the benchmark the flags describe; returns the exit status.
+
+    0 done; 1 a cluster task lost a peer (its line names it); 2 a setting is at fault (one line
+    naming the flag); 128 + N a cluster job stopped by signal N (SIGTERM, SIGINT).
+    """
     if len(argv) > 1:
         print('tfhp: error: unexpected arguments: %s' % ' '.join(argv[1:]), file=sys.stderr)
         return 2
@@ -205,15 +214,29 @@ def main(argv):
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
+    stop = None
+    if cfg.cluster.enabled:
+        # Before TensorFlow starts any thread: they must inherit the blocked stop signals.
+        from tfhp.cluster import signals  # pylint: disable=g-import-not-at-top
+        stop = signals.StopSignals().install()
     # TensorFlow is imported only once the flags are known to be valid.
-    from tfhp import benchmark  # pylint: disable=g-import-not-at-top
     from tfhp import compat  # pylint: disable=g-import-not-at-top
     compat.enable_graph_mode()
     try:
-        benchmark.run(cfg)
+        if cfg.cluster.enabled:
+            from tfhp import distributed  # pylint: disable=g-import-not-at-top
+            result = distributed.run(cfg, stop=stop)
+        else:
+            from tfhp import benchmark  # pylint: disable=g-import-not-at-top
+            result = benchmark.run(cfg)
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
+    except cluster_errors.PeerLost as e:
+        print('tfhp: error: %s' % e, file=sys.stderr)
+        return 1
+    if result.get('stopped_by'):
+        return 128 + result['stopped_by']
     return 0
 
 
@@ -222,9 +245,10 @@ def _exit(status):
 
     Tearing down an interpreter that loaded TensorFlow takes ~2 s (measured on the 2-core dev
     machine, `os._exit` 0.15 s) and a job waits for its slowest task; a cluster task has written
-    its results by now, and the sync chief's update thread, blocked in the runtime, dies with it.
+    its results by now, and its threads blocked in the runtime (the sync chief's update loop, the
+    peer watch) die with it, as do sessions whose closing could wait on a lost peer.
     """
-    if FLAGS.job_name or os.environ.get('TF_CONFIG'):
+    if _is_cluster_task():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)  # pylint: disable=protected-access

@@ -2,24 +2,34 @@
 
 Roles (`ClusterConfig.job_name`, `graph_mode`):
   ps tasks, and in-graph workers other than the client, only serve: they hold variables (or
-    run towers) for others and exit once every task they serve has signalled done
-    (`servers.serve_until_done`), so a finished job leaves no process behind.
+    run towers) for others and exit once every task they serve has signalled done or was lost
+    (`servers.serve_until_done`), so a job leaves no process behind.
   between-graph workers each build their own graph (`benchmark.build` on a
-    `Topology.between_graph`) and train in a `MonitoredSession`; the chief (worker 0)
+    `Topology.between_graph`) and train in a `sessions.TaskSession`; the chief (worker 0)
     initialises or restores from --train_dir and writes checkpoints and summaries.
   the in-graph client (the controller, or worker 0) builds one graph with towers on every
     worker and runs the ordinary benchmark loop through its server (`benchmark.run`).
 
-When a between-graph run ends: synchronous steps (parameter_server, distributed_replicated) end
-for every worker at the same global step, start + warm-up + num_batches, where start is the step
-of the latest checkpoint in --train_dir when the task starts (0 without one): a replica that
-stopped by its own count while another still needed it would leave that one waiting forever.
-Asynchronous and all-reduce workers each run warm-up + num_batches steps of their own.
+Every task publishes its state and watches its peers' (`tfhp.cluster.liveness`); a watchdog
+(`tfhp.cluster.watchdog`) bounds every phase of its work and ends it, with one line naming the
+peer, when an essential peer is lost, or (exit 2) when a peer was started with settings that
+disagree with its own (`tfhp.cluster.agreement`). Exit statuses: 0 done, 1 a peer was lost or a
+wait overran, 2 a setting is at fault, 128 + N stopped by signal N.
+
+When a between-graph run ends: synchronous steps (parameter_server, distributed_replicated,
+collective_all_reduce) end for every worker at one global step, the job's end step
+(`tfhp.cluster.control`): the global step the chief started from (0, or a checkpoint's) + warm-up
++ num_batches. Asynchronous workers each run warm-up + num_batches steps of their own. A stop
+signal (SIGTERM, SIGINT) to any task stops the whole job at a common step; the chief writes its
+checkpoint of that step as it closes.
 
 The result of a worker adds to the benchmark's figures: wall-clock times (epoch seconds) of its
 session start and first step and the end of every timed step (the launcher's cluster figures are
 computed from them), the global step rate it saw, and its dropped (late) gradients and images.
 """
+import collections
+import re
+import signal
 import time
 
 import tensorflow.compat.v1 as tf
@@ -28,12 +38,22 @@ from tfhp import benchmark
 from tfhp import session as session_lib
 from tfhp import timing
 from tfhp import topology as topology_lib
+from tfhp.cluster import agreement
+from tfhp.cluster import control
+from tfhp.cluster import errors
+from tfhp.cluster import liveness
 from tfhp.cluster import servers
 from tfhp.cluster import sessions
+from tfhp.cluster import signals
+from tfhp.cluster import watchdog
 from tfhp.replication import collective_allreduce
 
 # Variable updates whose synchronous steps end at a global step shared by every worker.
-_SYNC_BY_GLOBAL_STEP = ('parameter_server', 'distributed_replicated')
+_SYNC_BY_GLOBAL_STEP = ('parameter_server', 'distributed_replicated', 'collective_all_reduce')
+# The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
+_CONTROL_GROUP_KEY = collective_allreduce.GROUP_KEY + 1
+# Errors of a run that mean a peer went away (or the run was cancelled because one did).
+_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError)
 
 
 class _DelayHook(tf.train.SessionRunHook):
@@ -44,6 +64,16 @@ class _DelayHook(tf.train.SessionRunHook):
 
     def before_run(self, run_context):
         time.sleep(self._delay_s)
+
+
+class _RunOnceHook(tf.train.SessionRunHook):
+    """Runs an op once the session exists (the chief sets the job's end step)."""
+
+    def __init__(self, op):
+        self._op = op
+
+    def after_create_session(self, session, coord):
+        session.run(self._op)
 
 
 def _client(cluster):
@@ -65,6 +95,12 @@ def _serving_tasks(cluster):
     return tasks
 
 
+def _control_task(cluster):
+    """(job, index) of the task holding the job's control values (`tfhp.cluster.control`): ps
+    task 0, or, without ps tasks (all-reduce), each worker itself."""
+    return ('ps', 0) if cluster.ps_hosts else (cluster.job_name, cluster.task_index)
+
+
 def _server_proto(cfg, collective):
     num_devices = cfg.device.num_devices if (
         cfg.cluster.job_name == 'worker' and cfg.device.device == 'cpu') else 1
@@ -82,60 +118,126 @@ def checkpoint_step(train_dir):
     return int(path.rsplit('-', 1)[1]) if path else 0
 
 
-def run(cfg, log=print):
+_Task = collections.namedtuple('_Task', ['server', 'me', 'watch', 'dog'])
+
+
+def _start(cfg, proto, settings, essential, fail):
+    """Starts this task's server, publishes its state and starts watching every peer.
+
+    Args:
+      cfg: the BenchmarkConfig.
+      proto: the server's ConfigProto.
+      settings: what this task publishes for agreement (None: it builds no model).
+      essential: (job, index) of the peers whose loss ends this task.
+      fail: ends the task (`watchdog.exit_process` from the command line).
+    """
+    cluster = cfg.cluster
+    server = servers.start_server(cluster, proto)
+    job, index = cluster.job_name, cluster.task_index
+    me = liveness.Peer(job, index, cluster.hosts(job)[index])
+    if (job, index) == _control_task(cluster):
+        control.publish(server.target, liveness.cpu_device(job, index))
+    state = liveness.TaskState(server.target, job, index, liveness.describe(
+        job, index, me.address, cluster.jobs(), settings))
+    others = servers.peers(cluster, [(j, i) for j, hosts in cluster.jobs().items()
+                                     for i in range(len(hosts)) if (j, i) != (job, index)])
+    watch = liveness.PeerWatch(server.target, others)
+    dog = watchdog.Watchdog(str(me), fail, watch, servers.peers(cluster, essential),
+                            silent_s=cluster.peer_timeout_s,
+                            still_s=cluster.step_timeout_s + cluster.peer_timeout_s,
+                            mine=state.info)
+    return _Task(server, me, watch, dog), state
+
+
+def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
     """Runs this process's task of the cluster `cfg.cluster` describes.
 
     Args:
       cfg: a `tfhp.config.BenchmarkConfig` with a cluster.
       log: called with each line to print.
+      stop: the process's `signals.StopSignals` (installed by the command line before
+        TensorFlow started any thread); None: no stop signal is taken.
+      fail: fail(message, status) ends the task when a peer is lost, a wait overruns or a
+        peer disagrees; the default prints the line and exits the process at once.
     Returns:
       The result dict of a worker or client (also appended to cfg.run.result_file); a serving
-      task returns {'job_name', 'task_index', 'served': True}.
+      task returns {'job_name', 'task_index', 'served': True}. Either has 'stopped_by' (the
+      signal number) when a stop signal ended the job.
     Raises:
-      servers.ClusterError: a peer did not answer, or a served task vanished.
+      errors.ClusterError: a peer did not answer at the start.
+      errors.PeerLost: a served task was lost before it signalled done.
     """
     cluster = cfg.cluster
+    stop = stop or signals.StopSignals()
     task = (cluster.job_name, cluster.task_index)
     if task in _serving_tasks(cluster):
-        return _serve(cfg, log)
+        return _serve(cfg, log, stop, fail)
     if cluster.graph_mode == 'in_graph':
-        return _run_in_graph_client(cfg, log)
-    return _run_worker(cfg, log)
+        return _run_in_graph_client(cfg, log, stop, fail)
+    return _run_worker(cfg, log, stop, fail)
 
 
-def _serve(cfg, log):
+def _stop_bound(cluster):
+    """Bound on a stop: one step (possibly waiting for peers), then closing and signalling."""
+    return cluster.step_timeout_s + 2 * cluster.peer_timeout_s
+
+
+def _serve(cfg, log, stop, fail):
     cluster = cfg.cluster
-    server = servers.start_server(cluster, _server_proto(cfg, collective=False))
+    task, state = _start(cfg, _server_proto(cfg, collective=False), None, (), fail)
     if cluster.graph_mode == 'in_graph':
         job, index = _client(cluster)
-        senders = {_sender_id(cluster, job, index): cluster.hosts(job)[index]}
+        senders = {_sender_id(cluster, job, index): servers.peers(cluster, [(job, index)])[0]}
     else:
-        senders = dict(enumerate(cluster.worker_hosts))
-    log('%s task %d serving at %s until %d task(s) are done'
-        % (cluster.job_name, cluster.task_index,
-           cluster.hosts(cluster.job_name)[cluster.task_index], len(senders)))
-    gone = servers.serve_until_done(server, cluster, senders, log)
-    if gone:
-        raise servers.ClusterError('%s task %d: %s stopped without finishing'
-                                   % (cluster.job_name, cluster.task_index,
-                                      ', '.join(senders[s] for s in gone)))
-    log('%s task %d: every task is done; exiting' % (cluster.job_name, cluster.task_index))
-    return {'job_name': cluster.job_name, 'task_index': cluster.task_index, 'served': True}
+        senders = dict(enumerate(servers.peers(
+            cluster, [('worker', w) for w in range(cluster.num_workers)])))
+
+    def on_stop(signum):
+        name = signal.Signals(signum).name
+        log('%s: %s: asking the job to stop' % (task.me, name))
+        task.dog.stop_by('stopping after %s' % name, _stop_bound(cluster),
+                         signals.exit_status(signum))
+        requester = control.StopRequester(task.server.target,
+                                          liveness.cpu_device(*_control_task(cluster)),
+                                          cluster.peer_timeout_s)
+        if not requester.request(signum):
+            task.dog.fail('%s: the coordinator did not take the stop request' % name,
+                          signals.exit_status(signum))
+    stop.on_stop(on_stop)
+    log('%s serving until %d task(s) are done' % (task.me, len(senders)))
+    lost = servers.serve_until_done(task.server, cluster, state, task.watch, senders, log)
+    if lost:
+        raise errors.PeerLost('%s: lost %s without their signalling done'
+                               % (task.me, ', '.join(str(p) for p in lost)))
+    log('%s: every task is done; exiting' % task.me)
+    result = {'job_name': cluster.job_name, 'task_index': cluster.task_index, 'served': True}
+    if stop.requested:
+        result['stopped_by'] = stop.signum
+    return result
 
 
-def _run_in_graph_client(cfg, log):
+def _run_in_graph_client(cfg, log, stop, fail):
     cluster = cfg.cluster
     job, index = cluster.job_name, cluster.task_index
-    proto = _server_proto(cfg, collective=False)
-    server = servers.start_server(cluster, proto)
-    servers.wait_for_tasks(cluster, _serving_tasks(cluster), cluster.peer_timeout_s)
+    serving = _serving_tasks(cluster)
+    task, _ = _start(cfg, _server_proto(cfg, collective=False), agreement.settings(cfg),
+                     serving, fail)
+    servers.wait_for_peers(task.watch, servers.peers(cluster, serving), cluster.peer_timeout_s)
+    done = lambda: servers.signal_done(task.server.target, cluster, serving,  # noqa: E731
+                                       _sender_id(cluster, job, index))
+
+    def on_stop(signum):
+        # The in-graph loop has no common stop step: the client ends the job by signalling done.
+        task.dog.stop_by('stopping', cluster.peer_timeout_s, signals.exit_status(signum))
+        done()
+        task.dog.fail('stopped by %s' % signal.Signals(signum).name,
+                      signals.exit_status(signum))
+    stop.on_stop(on_stop)
     topology = topology_lib.Topology.in_graph(cluster.jobs(), job, index, cfg.device.device,
                                               cfg.device.num_devices)
-    try:
-        result = benchmark.run(cfg, log, topology=topology, target=server.target)
-    finally:
-        servers.signal_done(server.target, cluster, _serving_tasks(cluster),
-                            _sender_id(cluster, job, index))
+    result = benchmark.run(cfg, log, topology=topology, target=task.server.target)
+    task.dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
+    done()
     return result
 
 
@@ -169,43 +271,67 @@ def _bytes_by_device(variables):
     return loads
 
 
-def _worker_graph(cfg, topology):
-    """The worker's graph (not finalized: the session's hooks add ops) and its extra fetches.
+_WorkerGraph = collections.namedtuple('_WorkerGraph', [
+    'built',      # benchmark.Built (not finalized: the session's hooks add ops)
+    'train_op',   # the step, which also advances this worker's progress counter
+    'control',    # int64 [global step, end, stop] read after the step
+    'read_control',  # the same, read without a step
+    'end_after',  # {steps: op moving the job's end to the global step + steps}
+    'final',      # read once at the end: counters, loss, a checksum of the variables
+    'placement',  # _bytes_by_device of the trainable variables
+])
 
-    Returns:
-      (built, step_after, final_fetches, placement): step_after reads the global step after a
-      step; final_fetches are read once at the end (the manager's counters, the loss, and a
-      checksum of the variables, equal on every worker after a synchronous job, which is how a
-      run shows that per-worker copies stayed equal); placement is `_bytes_by_device`.
+
+def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
+    """The worker's graph and its extra ops (see `_WorkerGraph`).
+
+    The checksum of the variables is equal on every worker after a synchronous job, which is
+    how a run shows that per-worker copies stayed equal.
     """
     built = benchmark.build(cfg, topology, finalize=False)
     with built.graph.as_default():
-        with tf.control_dependencies([built.ops.train_op]):
-            step_after = tf.identity(built.ops.global_step.read_value(), name='step_after')
-        final_fetches = {
-            'counters': getattr(built.manager, 'counters', dict)(),
-            'loss': built.ops.loss,
-            'checksum': tf.add_n([tf.reduce_sum(tf.cast(v, tf.float64))
-                                  for v in built.manager.trainable_variables(0)])}
-        placement = _bytes_by_device(tf.trainable_variables())
-    return built, step_after, final_fetches, placement
+        train_op = tf.group(built.ops.train_op, liveness.advance_op(topology.input_device))
+        ctl = control.WorkerControl(built.ops.global_step, coordinator_device, combine_stop)
+        final = {'counters': built.manager.counters(), 'loss': built.ops.loss,
+                 'checksum': tf.add_n([tf.reduce_sum(tf.cast(v, tf.float64))
+                                       for v in built.manager.trainable_variables(0)])}
+        return _WorkerGraph(built=built, train_op=train_op, control=ctl.read_after(train_op),
+                            read_control=ctl.read(),
+                            end_after={m: ctl.end_after(m) for m in end_margins}, final=final,
+                            placement=_bytes_by_device(tf.trainable_variables()))
 
 
-def _run_worker(cfg, log):
+def _run_worker(cfg, log, stop, fail):
     cluster, index = cfg.cluster, cfg.cluster.task_index
-    start_step = checkpoint_step(cfg.run.train_dir)  # before any task of this job can save
     update = cfg.replication.variable_update
     collective = update == 'collective_all_reduce'
+    by_global_step = cluster.cross_replica_sync and update in _SYNC_BY_GLOBAL_STEP
+    ps = [('ps', i) for i in range(len(cluster.ps_hosts))]
+    others = [('worker', w) for w in range(cluster.num_workers) if w != index]
+    # Without these peers this worker cannot go on; it also waits for them at the start.
+    essential = ps + (others if collective else [('worker', 0)] if (
+        index != 0 and by_global_step) else [])
     proto = _server_proto(cfg, collective)
-    server = servers.start_server(cluster, proto)
+    task, _ = _start(cfg, proto, agreement.settings(cfg), essential, fail)
+    dog = task.dog
+    servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
+                           cluster.peer_timeout_s)
     topology = topology_lib.Topology.between_graph(cluster.jobs(), index, cfg.device.device,
                                                    cfg.device.num_devices)
-    built, step_after, final_fetches, placement = _worker_graph(cfg, topology)
-    peers = [('ps', i) for i in range(len(cluster.ps_hosts))]
+    coordinator_device = liveness.cpu_device(*_control_task(cluster))
+    warm_and_timed = cfg.run.num_warmup_batches + cfg.run.num_batches
+    combine_stop = (control.all_reduce_max(cluster.num_workers, _CONTROL_GROUP_KEY, 1,
+                                           cluster.step_timeout_s) if collective else None)
+    graph = _worker_graph(cfg, topology, coordinator_device,
+                          (control.STOP_MARGIN, warm_and_timed), combine_stop)
+    built = graph.built
+    hooks = []
+    if topology.is_chief and not collective and by_global_step:
+        hooks.append(_RunOnceHook(graph.end_after[warm_and_timed]))  # before the sync hook
+    hooks += built.ops.hooks
     if collective:
-        peers += [('worker', w) for w in range(cluster.num_workers) if w != index]
-
-    hooks = list(built.ops.hooks)
+        # After the broadcast hook: every worker starts from the chief's global step.
+        hooks.append(_RunOnceHook(graph.end_after[warm_and_timed]))
     if index in cluster.straggler_workers and cluster.straggler_delay_ms:
         hooks.append(_DelayHook(cluster.straggler_delay_ms / 1000.0))
     if topology.is_chief:
@@ -213,70 +339,138 @@ def _run_worker(cfg, log):
     filters = ['/job:worker'] if collective else ['/job:ps', '/job:worker/task:%d' % index]
     log('worker %d: %s, %d tower(s), batch %d per tower, %d trainable parameters'
         % (index, update, topology.num_towers, built.batch_size, built.num_params))
+    chief = 'chief worker 0 at %s' % cluster.worker_hosts[0]
+    dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
+              2 * cluster.peer_timeout_s)
     session_start = time.time()
     with built.graph.as_default():
-        session = sessions.monitored_session(
-            server.target, sessions.session_config(proto, filters), built.saver,
-            initialise=topology.is_chief or collective,
-            checkpoint_dir=cfg.run.train_dir if topology.is_chief else None, hooks=hooks,
-            timeout_s=cluster.peer_timeout_s,
-            waits_for='chief worker 0 at %s' % cluster.worker_hosts[0],
-            wait_for_peers=lambda: servers.wait_for_tasks(cluster, peers,
-                                                          cluster.peer_timeout_s))
-        with session as sess:
-            ready_time = time.time()
-            by_global_step = cluster.cross_replica_sync and update in _SYNC_BY_GLOBAL_STEP
-            loop = _train_loop(sess, built, step_after, cfg, start_step, by_global_step, log)
-            final = sess.run(final_fetches)
+        try:
+            sess = sessions.TaskSession(
+                task.server.target, sessions.session_config(proto, filters), built.saver,
+                initialise=topology.is_chief or collective,
+                checkpoint_dir=cfg.run.train_dir if topology.is_chief else None, hooks=hooks,
+                timeout_s=cluster.peer_timeout_s)
+        except sessions.NotInitialised:
+            raise errors.ClusterError('%s did not initialise the model within %g s'
+                                       % (chief, cluster.peer_timeout_s)) from None
+    ready_time = time.time()
+
+    def on_stop(signum):
+        name = signal.Signals(signum).name
+        log('worker %d: %s: stopping the job at a common step' % (index, name))
+        dog.stop_by('stopping after %s' % name, _stop_bound(cluster),
+                    signals.exit_status(signum))
+        control.StopRequester(task.server.target, coordinator_device,
+                              cluster.peer_timeout_s).request(signum)
+    stop.on_stop(on_stop)
+    loop = _train_loop(sess, graph, cfg, by_global_step, stop, dog, log)
+    timeout = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
+    dog.phase('reading the final figures', cluster.peer_timeout_s)
+    final = sess.run(graph.final, options=timeout)
+    dog.phase('closing the session (the chief writes its last checkpoint)',
+              2 * cluster.peer_timeout_s)
+    sess.close()
     # After the session closed: the chief's last checkpoint needs the ps tasks.
-    servers.signal_done(server.target, cluster, _serving_tasks(cluster), index)
+    dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
+    servers.signal_done(task.server.target, cluster, _serving_tasks(cluster), index)
+    dog.phase('writing the result', None)
     extra = {name: int(value) for name, value in final['counters'].items()}
     extra.update(final_loss=float(final['loss']), variables_checksum=float(final['checksum']),
-                 variable_bytes_by_device=placement, session_start_time=session_start,
+                 variable_bytes_by_device=graph.placement, session_start_time=session_start,
                  session_ready_time=ready_time)
-    return _result(cfg, built, loop, extra, start_step, log)
+    if stop.requested:
+        extra['stopped_by'] = stop.signum
+    return _result(cfg, built, loop, extra, log)
 
 
-def _step_runner(sess, fetches, cfg):
-    """run() -> the global step after one step; a step past --step_timeout_s is an error."""
-    cluster = cfg.cluster
+def _cause(error):
+    """The line of a runtime error's message that says what happened (not where)."""
+    for line in error.message.splitlines():
+        line = line.strip()
+        if line and not (line.startswith(('Graph execution error', '=', 'From /job', '[[',
+                                          'Additional GRPC', ':UNKNOWN', 'Detected at node'))
+                         or re.match(r'^[A-Z_]+: From /job', line)):
+            return line[:200]
+    return type(error).__name__
+
+
+def _step_runner(sess, fetches, cluster, dog):
+    """run(what) -> (global step, end, stop) after one step, its phase bounded by the watchdog.
+
+    A step past --step_timeout_s, or one that fails because a peer went away, ends the task
+    through the watchdog, naming the peers most likely to blame.
+    """
     options = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
+    # The step's own timeout comes first; the watchdog's bound is the backstop.
+    bound = cluster.step_timeout_s + cluster.peer_timeout_s
 
-    def run():
+    def run(what):
+        dog.phase(what, bound)
         try:
-            return sess.run(fetches, options=options)[1]
+            return [int(v) for v in sess.run(fetches, options=options)[1]]
         except tf.errors.DeadlineExceededError:
-            raise servers.ClusterError(
-                'worker %d: a step did not finish within --step_timeout_s=%g (a synchronous '
-                'step waits for the other workers: is one of them gone?)'
-                % (cluster.task_index, cluster.step_timeout_s)) from None
+            blame = dog.culprits()
+            dog.fail('%s did not end within --step_timeout_s=%g%s'
+                     % (what, cluster.step_timeout_s, '; ' + blame if blame else ''))
+        except _PEER_ERRORS as e:
+            named = dog.named_in(e.message)
+            blame = ('lost %s' % ', '.join(str(p) for p in named)) if named else dog.culprits()
+            dog.fail('%s failed (%s)%s' % (what, _cause(e), '; ' + blame if blame else ''))
+        raise errors.PeerLost(what)  # reached only where `fail` returns (a test's)
     return run
 
 
-def _train_loop(sess, built, step_after, cfg, start_step, by_global_step, log):
-    """Warm-up and timed steps; returns their durations, end times and global steps."""
-    run_cfg = cfg.run
+def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
+    """Warm-up and timed steps; returns their durations, end times and global steps.
+
+    Synchronous workers run until the job's end step (warming up until the timed part of the
+    job starts); asynchronous ones run their own warm-up + num_batches steps. Both stop early
+    when a task of the job asked to stop (the stop value).
+    """
+    run_cfg, cluster = cfg.run, cfg.cluster
+    built = graph.built
+    timeout = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
+    dog.phase('the staging warm-up', cluster.step_timeout_s + cluster.peer_timeout_s)
     # Fill this worker's staging areas (its own input pipeline) before the first step.
-    session_lib.warm_up(sess, built.ops.warmup_ops)
-    run_step = _step_runner(sess, [built.ops.train_op, step_after], cfg)
-    end = start_step + run_cfg.num_warmup_batches + run_cfg.num_batches
-    step = start_step
+    for k in range(len(built.ops.warmup_ops)):
+        sess.run(built.ops.warmup_ops[:k + 1], options=timeout)
+    step, end, stopped = [int(v) for v in sess.run(graph.read_control, options=timeout)]
+    start_step = step
+    run_step = _step_runner(sess, [graph.train_op, graph.control], cluster, dog)
+    seen_stop = False
+
+    def one_step(what):
+        nonlocal step, end, stopped, seen_stop
+        step, end, stopped = run_step(what)
+        if stopped and not seen_stop:
+            seen_stop = True
+            log('worker %d: the job is asked to stop (signal %d) at global step %d'
+                % (cluster.task_index, stopped, step))
+            if by_global_step:
+                sess.run(graph.end_after[control.STOP_MARGIN], options=timeout)
+
+    def more(count, limit):
+        if by_global_step:
+            return step < end and (limit is None or count < limit)
+        return count < limit and not (stopped or stop.requested)
+
+    warm = 0
     first_step_time = None
-    for _ in range(run_cfg.num_warmup_batches):
-        if by_global_step and step >= end - run_cfg.num_batches:
-            break
-        step = run_step()
+    while more(warm, run_cfg.num_warmup_batches) and not (
+            by_global_step and step >= end - run_cfg.num_batches):
+        one_step('warm-up step %d' % (warm + 1))
+        warm += 1
         first_step_time = first_step_time or time.time()
     durations, end_times, steps = [], [], []
-    warm_step = int(step)
+    warm_step = step
     timed_start = time.time()
     last = time.perf_counter()
-    while (step < end) if by_global_step else (len(durations) < run_cfg.num_batches):
-        step = run_step()
+    while more(len(durations), None if by_global_step else run_cfg.num_batches):
+        one_step('step %d' % (len(durations) + 1))
         now = time.perf_counter()
         durations.append(now - last)
         end_times.append(time.time())
-        steps.append(int(step))
+        steps.append(step)
         last = now
         first_step_time = first_step_time or end_times[-1]
         if len(durations) % run_cfg.display_every == 0:
@@ -286,10 +480,10 @@ def _train_loop(sess, built, step_after, cfg, start_step, by_global_step, log):
                 1000.0 * sum(recent) / len(recent), step))
     return {'durations': durations, 'end_times': end_times, 'global_steps': steps,
             'timed_start_time': timed_start, 'first_step_time': first_step_time,
-            'warm_global_step': warm_step}
+            'warm_global_step': warm_step, 'start_global_step': start_step}
 
 
-def _result(cfg, built, loop, extra, start_step, log):
+def _result(cfg, built, loop, extra, log):
     cluster = cfg.cluster
     durations = loop['durations']
     result = {'job_name': 'worker', 'task_index': cluster.task_index,
@@ -297,10 +491,9 @@ def _result(cfg, built, loop, extra, start_step, log):
               'cross_replica_sync': cluster.cross_replica_sync, 'model': built.model_name,
               'batch_size': built.batch_size, 'images_per_step': built.images_per_step,
               'num_devices': built.topology.num_towers, 'num_workers': cluster.num_workers,
-              'num_params': built.num_params, 'start_global_step': start_step,
-              'config': cfg.to_dict()}
+              'num_params': built.num_params, 'config': cfg.to_dict()}
     result.update({k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
-                                        'first_step_time')})
+                                        'first_step_time', 'start_global_step')})
     result.update(extra)
     result['dropped_images'] = result.get('dropped_gradients', 0) * built.images_per_step
     if durations:
@@ -315,7 +508,8 @@ def _result(cfg, built, loop, extra, start_step, log):
                                result['global_steps_per_sec'],
                                result.get('dropped_gradients', 0)))
     else:
-        result.update(num_steps=0, images_per_sec=0.0, global_steps_per_sec=0.0)
+        result.update(num_steps=0, images_per_sec=0.0, global_steps_per_sec=0.0,
+                      global_step=loop['warm_global_step'])
         log('worker %d: the job ended before this worker took a timed step'
             % cluster.task_index)
     if cfg.run.result_file:

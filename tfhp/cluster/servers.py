@@ -2,27 +2,29 @@
 
 Every wait here has a bound and its error names the task and address waited for, because the
 stock runtime waits for a missing peer forever ("CreateSession still waiting for response from
-worker") without saying which flag is wrong.
+worker") without saying which flag is wrong. Whether a peer is there comes from what it
+published (`tfhp.cluster.liveness`), not from its port.
 """
-import socket
 import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import config as config_lib
+from tfhp.cluster import errors
+from tfhp.cluster import liveness
 from tfhp.ops import barriers
 
 # How often a wait re-checks; short, so a task starts within a fraction of a second of its peer.
 POLL_S = 0.05
 
 
-class ClusterError(config_lib.ConfigError):
-    """A peer that never answers, or a server that cannot start; names task and address."""
-
-
 def device(job_name, task_index, kind='cpu', index=0):
     """A fully specified device string, e.g. '/job:ps/task:0/cpu:0'."""
     return '/job:%s/task:%d/%s:%d' % (job_name, task_index, kind, index)
+
+
+def peers(cluster_config, tasks):
+    """`liveness.Peer`s of the (job, index) pairs in `tasks`."""
+    return [liveness.Peer(job, index, cluster_config.hosts(job)[index]) for job, index in tasks]
 
 
 def start_server(cluster_config, proto):
@@ -34,7 +36,7 @@ def start_server(cluster_config, proto):
     Returns:
       A started `tf.train.Server`.
     Raises:
-      ClusterError: the server cannot listen on its address.
+      errors.ClusterError: the server cannot listen on its address.
     """
     cfg = cluster_config
     address = cfg.hosts(cfg.job_name)[cfg.task_index]
@@ -42,100 +44,106 @@ def start_server(cluster_config, proto):
         return tf.train.Server(tf.train.ClusterSpec(cfg.jobs()), job_name=cfg.job_name,
                                task_index=cfg.task_index, config=proto, start=True)
     except tf.errors.OpError as e:
-        raise ClusterError('%s task %d cannot listen on %s: %s'
-                           % (cfg.job_name, cfg.task_index, address, e.message)) from None
+        raise errors.ClusterError(
+            '%s task %d cannot listen on %s (%s): is the port taken, or another task started '
+            'with the same --task_index (or TF_CONFIG index)?'
+            % (cfg.job_name, cfg.task_index, address, e.message)) from None
 
 
-def answers(address, timeout_s=0.5):
-    """Whether something accepts TCP connections at host:port."""
-    host, port = address.rsplit(':', 1)
-    try:
-        with socket.create_connection((host.strip('[]'), int(port)), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
-
-
-def wait_for_tasks(cluster_config, tasks, timeout_s):
-    """Waits until every (job, index) in `tasks` answers, at most `timeout_s` in all.
+def wait_for_peers(watch, wanted, timeout_s):
+    """Waits until every peer in `wanted` has published its state, at most timeout_s in all.
 
     Raises:
-      ClusterError: naming the first task that did not answer, its address and flag.
+      errors.ClusterError: naming the first peer that did not, its address and flag.
     """
     deadline = time.monotonic() + timeout_s
-    for job, index in tasks:
-        address = cluster_config.hosts(job)[index]
-        while not answers(address):
+    for peer in wanted:
+        while watch.info(peer) is None:
             if time.monotonic() > deadline:
-                raise ClusterError('%s task %d at %s did not answer within %g s (check --%s_hosts '
-                                   'and that the task is running)'
-                                   % (job, index, address, timeout_s, job))
+                error = watch.silence(peer)[2]
+                raise errors.ClusterError('%s did not answer within %g s (%s; check --%s_hosts '
+                                          'and that the task is running)'
+                                          % (peer, timeout_s, error, peer.job))
             time.sleep(POLL_S)
+
+
+# Sessions `signal_done` leaves open: a serving task exits as soon as it has every token, and
+# closing a session whose peer has exited waits for it (30 s, seen on TF 2.21). The process
+# ends right after signalling, which ends them.
+_LEFT_OPEN = []
 
 
 def signal_done(target, cluster_config, tasks, sender):
     """Tells each (job, index) in `tasks` that `sender` is done (the ps-exit protocol).
+
+    Each task gets its own run, so one that already exited does not fail the others' signal.
 
     Args:
       target: a session target of this task (its server's).
       cluster_config: a `tfhp.config.ClusterConfig`.
       tasks: (job, index) of the serving tasks.
       sender: this task's sender id (its worker index, or num_workers for the controller).
+    Returns:
+      The (job, index) of the tasks that could not be told (they had gone).
     """
-    if not tasks:
-        return
-    graph = tf.Graph()
-    with graph.as_default():
-        signal = barriers.signal_done([device(job, index) for job, index in tasks], sender)
-    proto = tf.ConfigProto(device_filters=['/job:%s/task:%d' % task for task in tasks])
-    with tf.Session(target, graph=graph, config=proto) as sess:
-        sess.run(signal, options=tf.RunOptions(
-            timeout_in_ms=int(cluster_config.peer_timeout_s * 1000)))
+    options = tf.RunOptions(timeout_in_ms=int(cluster_config.peer_timeout_s * 1000))
+    missed = []
+    for job, index in tasks:
+        graph = tf.Graph()
+        with graph.as_default():
+            signal = barriers.signal_done([device(job, index)], sender)
+        sess = tf.Session(target, graph=graph,
+                          config=tf.ConfigProto(device_filters=['/job:%s/task:%d' % (job, index)]))
+        _LEFT_OPEN.append(sess)
+        try:
+            sess.run(signal, options=options)
+        except tf.errors.OpError:
+            missed.append((job, index))
+    return missed
 
 
-def serve_until_done(server, cluster_config, senders, log):
-    """Serves until every sender signalled done or stopped answering: the ps-exit protocol.
+def serve_until_done(server, cluster_config, state, watch, senders, log):
+    """Serves until every sender signalled done or was lost: the ps-exit protocol.
 
-    A sender that stops answering for `peer_timeout_s` (it died and was not restarted) is given
-    up on, so a serving task ends by itself even when a worker dies.
+    A sender is lost when it did not answer for --peer_timeout_s (it died, or was stopped) or
+    answered without progress for --step_timeout_s + --peer_timeout_s (it hung); a lost sender
+    that comes back (a restarted task: a new incarnation) is waited for again. So a serving
+    task ends by itself, in a bound derived from the timeouts, whatever its workers do.
 
     Args:
       server: this task's started server.
       cluster_config: a `tfhp.config.ClusterConfig`.
-      senders: {sender id: address} of the tasks expected to signal done.
+      state: this task's `liveness.TaskState` (advanced every turn: this loop is its progress).
+      watch: a `liveness.PeerWatch` of the senders.
+      senders: {sender id: `liveness.Peer`} of the tasks expected to signal done.
       log: called with each line to print.
     Returns:
-      The sorted ids of the senders that stopped answering without signalling (empty on a
-      clean end).
+      The sorted `Peer`s lost without signalling (empty on a clean end).
     """
     cfg = cluster_config
     graph = tf.Graph()
     with graph.as_default():
         dequeue = barriers.done_queue(device(cfg.job_name, cfg.task_index)).dequeue()
     proto = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (cfg.job_name, cfg.task_index)])
-    options = tf.RunOptions(timeout_in_ms=1000)
-    pending = dict(senders)
-    last_answer = {sender: time.monotonic() for sender in pending}
-    gone = []
+    options = tf.RunOptions(timeout_in_ms=500)
+    pending, lost = dict(senders), {}
     with tf.Session(server.target, graph=graph, config=proto) as sess:
         while pending:
+            state.advance()
             try:
-                pending.pop(int(sess.run(dequeue, options=options)), None)
+                sender = int(sess.run(dequeue, options=options))
+                pending.pop(sender, None)
+                lost.pop(sender, None)
                 continue
             except tf.errors.DeadlineExceededError:
                 pass
-            now = time.monotonic()
-            for sender, address in sorted(pending.items()):
-                if answers(address):
-                    last_answer[sender] = now
-                elif now - last_answer[sender] > cfg.peer_timeout_s:
-                    log('%s stopped answering without signalling done; not waiting for it'
-                        % address)
-                    del pending[sender]
-                    gone.append(sender)
-    # The senders close their sessions after signalling, which calls into this task; let them
-    # finish (they exit right after) rather than reset their connections, for at most a second.
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and any(answers(a, 0.1) for a in senders.values()):
-        time.sleep(POLL_S)
-    return sorted(gone)
+            for sender, peer in sorted(lost.items()):
+                if not watch.lost([peer], cfg.peer_timeout_s, cfg.peer_timeout_s):
+                    log('%s is back; waiting for it again' % peer)
+                    pending[sender] = lost.pop(sender)
+            for peer, why in watch.lost(list(pending.values()), cfg.peer_timeout_s,
+                                        cfg.step_timeout_s + cfg.peer_timeout_s):
+                log('lost %s: %s; not waiting for it' % (peer, why))
+                sender = next(s for s, p in pending.items() if p == peer)
+                lost[sender] = pending.pop(sender)
+    return sorted(lost.values())

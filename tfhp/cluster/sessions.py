@@ -1,14 +1,17 @@
-"""Sessions for a task of a cluster: bounded, fast start-up; hooks; device filters.
+"""The session of one task of a cluster: hooks, a fast bounded start, and no recovery.
 
-The stock `MonitoredTrainingSession` makes non-chief workers poll the chief's initialisation
-every 30 s, so a worker that asks a moment too early starts half a minute late, and it waits up
-to 30 min before giving up. Here the initialising task (the chief, or every worker where each owns
-its variables) restores or initialises, and the others poll readiness every `POLL_S` for at
-most `timeout_s`, then fail naming the task they waited for.
+Why not `tf.train.MonitoredSession`:
+  its non-chief workers poll the chief's initialisation every 30 s, so a worker that asks a
+    moment too early starts half a minute late; here they poll every `POLL_S` for at most
+    `timeout_s`, then fail naming the task they waited for;
+  after a peer fails (UnavailableError) it recovers by closing the session and making a new
+    one, and closing a session whose peer died waits without a bound: workers of a job whose ps
+    was killed hung there, silent. A `TaskSession` never recovers; a failed run raises and the
+    caller ends the task (`tfhp.cluster.watchdog`) without closing anything.
+It runs `tf.train.SessionRunHook`s as MonitoredSession does (begin, after_create_session,
+before_run/after_run, end at close), except that hooks may not ask for RunOptions.
 """
 import tensorflow.compat.v1 as tf
-
-from tfhp.cluster import servers
 
 POLL_S = 0.1
 
@@ -25,46 +28,27 @@ def session_config(proto, device_filters):
     return config
 
 
-class _BoundedSessionCreator(tf.train.SessionCreator):
-    """Creates the session of one task: initialise-or-restore, or wait for whoever does."""
-
-    def __init__(self, scaffold, master, config, initialise, checkpoint_dir, timeout_s,
-                 waits_for, wait_for_peers):
-        self._wait_for_peers = wait_for_peers
-        self._scaffold = scaffold
-        self._master = master
-        self._config = config
-        self._initialise = initialise
-        self._checkpoint_dir = checkpoint_dir
-        self._timeout_s = timeout_s
-        self._waits_for = waits_for
-
-    def create_session(self):
-        # Also on a re-creation after a peer failed: the MonitoredSession retries creation
-        # for as long as it fails with UnavailableError, so the bound must come from here.
-        self._wait_for_peers()
-        self._scaffold.finalize()
-        manager = tf.train.SessionManager(
-            local_init_op=self._scaffold.local_init_op,
-            ready_op=self._scaffold.ready_op,
-            ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
-            graph=tf.get_default_graph(), recovery_wait_secs=POLL_S)
-        if self._initialise:
-            return manager.prepare_session(
-                self._master, init_op=self._scaffold.init_op, saver=self._scaffold.saver,
-                checkpoint_dir=self._checkpoint_dir, config=self._config,
-                init_fn=self._scaffold.init_fn)
-        try:
-            return manager.wait_for_session(self._master, config=self._config,
-                                            max_wait_secs=self._timeout_s)
-        except tf.errors.DeadlineExceededError:
-            raise servers.ClusterError('%s did not initialise the model within %g s'
-                                       % (self._waits_for, self._timeout_s)) from None
+class NotInitialised(Exception):
+    """The initialising task did not initialise the model within the bound."""
 
 
-def monitored_session(master, config, saver, initialise, checkpoint_dir, hooks, timeout_s,
-                      waits_for, wait_for_peers):
-    """A `tf.train.MonitoredSession` with bounded start-up.
+def _create(scaffold, master, config, initialise, checkpoint_dir, timeout_s):
+    manager = tf.train.SessionManager(
+        local_init_op=scaffold.local_init_op, ready_op=scaffold.ready_op,
+        ready_for_local_init_op=scaffold.ready_for_local_init_op,
+        graph=tf.get_default_graph(), recovery_wait_secs=POLL_S)
+    if initialise:
+        return manager.prepare_session(master, init_op=scaffold.init_op, saver=scaffold.saver,
+                                       checkpoint_dir=checkpoint_dir, config=config,
+                                       init_fn=scaffold.init_fn)
+    try:
+        return manager.wait_for_session(master, config=config, max_wait_secs=timeout_s)
+    except tf.errors.DeadlineExceededError:
+        raise NotInitialised() from None
+
+
+class TaskSession:
+    """A session that runs hooks and never recovers (see the module docstring).
 
     Args:
       master: the session target (this task's server).
@@ -74,18 +58,64 @@ def monitored_session(master, config, saver, initialise, checkpoint_dir, hooks, 
       checkpoint_dir: restore from its latest checkpoint when initialising; None never.
       hooks: SessionRunHooks.
       timeout_s: bound on waiting for the initialising task.
-      waits_for: how error messages name the initialising task, e.g. 'chief worker 0 at h:p'.
-      wait_for_peers: called before every session creation; raises if a peer is gone (e.g.
-        `servers.wait_for_tasks` bound to this task's peers).
-    Returns:
-      A MonitoredSession (use as a context manager).
     Raises:
-      servers.ClusterError: the initialising task did not finish within timeout_s.
+      NotInitialised: this task does not initialise and the one that does had not done so
+        within timeout_s.
     """
-    scaffold = tf.train.Scaffold(saver=saver)
-    creator = _BoundedSessionCreator(scaffold, master, config, initialise, checkpoint_dir,
-                                     timeout_s, waits_for, wait_for_peers)
-    # A short grace period: the threads a hook starts (the sync chief's update loop) block in
-    # the runtime and are ended by closing the session, not by joining them.
-    return tf.train.MonitoredSession(session_creator=creator, hooks=hooks,
-                                     stop_grace_period_secs=1)
+
+    def __init__(self, master, config, saver, initialise, checkpoint_dir, hooks, timeout_s):
+        self._hooks = list(hooks)
+        for hook in self._hooks:
+            hook.begin()
+        scaffold = tf.train.Scaffold(saver=saver)
+        scaffold.finalize()
+        self._sess = _create(scaffold, master, config, initialise, checkpoint_dir, timeout_s)
+        self._coord = tf.train.Coordinator()
+        self._stop = False
+        for hook in self._hooks:
+            hook.after_create_session(self._sess, self._coord)
+
+    @property
+    def graph(self):
+        return self._sess.graph
+
+    def run(self, fetches, options=None):
+        """Runs fetches, with every hook's before_run fetches; raises what any thread raised."""
+        context = tf.train.SessionRunContext(tf.train.SessionRunArgs(fetches), self._sess)
+        requests = []
+        for hook in self._hooks:
+            args = hook.before_run(context)
+            if args is not None and args.options is not None:
+                raise ValueError('tfhp.cluster.sessions: hooks may not set RunOptions (%r)'
+                                 % hook)
+            requests.append(args)
+        hook_fetches = {i: args.fetches for i, args in enumerate(requests) if args is not None}
+        feeds = {}
+        for args in requests:
+            if args is not None and args.feed_dict:
+                feeds.update(args.feed_dict)
+        metadata = tf.RunMetadata()
+        outputs = self._sess.run({'caller': fetches, 'hooks': hook_fetches}, feed_dict=feeds,
+                                 options=options, run_metadata=metadata)
+        for i, hook in enumerate(self._hooks):
+            hook.after_run(context, tf.train.SessionRunValues(
+                results=outputs['hooks'].get(i), options=options, run_metadata=metadata))
+        self._stop = self._stop or context.stop_requested
+        if self._coord.should_stop():
+            self._coord.raise_requested_exception()
+        return outputs['caller']
+
+    def should_stop(self):
+        """Whether a hook asked to stop."""
+        return self._stop or self._coord.should_stop()
+
+    def close(self):
+        """The normal end: hooks' end (the chief's last checkpoint), then the session's close.
+
+        Closing cancels the runs other threads have in flight (the sync chief's update loop).
+        Never call it after a peer was lost: it would wait on the peer without a bound.
+        """
+        for hook in self._hooks:
+            hook.end(self._sess)
+        self._coord.request_stop()
+        self._sess.close()

@@ -1,0 +1,243 @@
+"""Liveness from progress: every task keeps a counter that its work advances; peers read it.
+
+A TCP connect is no proof of life: the kernel accepts it for a stopped (SIGSTOP) process, and a
+hung task keeps its port open. So every task publishes, on its own CPU device, a progress
+counter that only its work advances (a worker's train op, a serving task's loop) and a JSON
+description of itself (`describe`: who it is, its incarnation, the cluster and settings it was
+started with). Its peers read both through their own server, each read bounded:
+  a peer *answers* when a read returns (a runtime that has not published yet answers too);
+  it *progresses* when its (incarnation, counter) changes, so a restarted task, a new
+  incarnation, counts as progress.
+
+Two facts of the gRPC runtime shape `PeerWatch` (measured on TF 2.21): a read on a session made
+while the peer was alive ends at RunOptions.timeout_in_ms, but making a session to a stopped or
+dead peer waits without a bound, and so does closing one. So each peer is read by a daemon
+thread of its own, which makes its session only once the peer's port accepts connections, never
+closes it, and is abandoned (never joined) if it blocks; callers only look at the samples it
+leaves, so no caller ever waits on a peer.
+"""
+import dataclasses
+import json
+import socket
+import threading
+import time
+import uuid
+
+import tensorflow.compat.v1 as tf
+
+PROGRESS = 'tfhp_progress'
+INFO = 'tfhp_task_info'
+
+
+def cpu_device(job, index):
+    """The CPU device of task (job, index), where its published state lives."""
+    return '/job:%s/replica:0/task:%d/device:CPU:0' % (job, index)
+
+
+def _handle(name, dtype, device):
+    with tf.device(device):
+        return tf.raw_ops.VarHandleOp(dtype=dtype, shape=[], shared_name=name, container='')
+
+
+def advance_op(device):
+    """An op (in the current graph) that advances the progress counter of the task on `device`.
+
+    A worker groups it into its train op, so its counter moves exactly when it takes steps.
+    """
+    return tf.raw_ops.AssignAddVariableOp(resource=_handle(PROGRESS, tf.int64, device),
+                                          value=tf.constant(1, tf.int64))
+
+
+def describe(job, index, address, cluster, settings):
+    """This task's JSON description: identity, a fresh incarnation, cluster and settings.
+
+    Args:
+      job, index, address: this task.
+      cluster: {job: [address, ...]} as this task was told.
+      settings: {name: value} that every worker must share (`agreement.settings`), or None for
+        a task that builds no model (a ps started with the cluster flags only).
+    """
+    return json.dumps({'job': job, 'index': index, 'address': address,
+                       'incarnation': uuid.uuid4().hex, 'cluster': cluster,
+                       'settings': settings}, sort_keys=True)
+
+
+class TaskState:
+    """This task's published state: its description and its progress counter.
+
+    Args:
+      target: this task's server target.
+      job, index: this task.
+      info: its description (`describe`).
+    """
+
+    def __init__(self, target, job, index, info):
+        device = cpu_device(job, index)
+        graph = tf.Graph()
+        with graph.as_default():
+            publish = tf.group(
+                tf.raw_ops.AssignVariableOp(resource=_handle(INFO, tf.string, device),
+                                            value=tf.constant(info)),
+                tf.raw_ops.AssignVariableOp(resource=_handle(PROGRESS, tf.int64, device),
+                                            value=tf.constant(0, tf.int64)))
+            self._advance = advance_op(device)
+        config = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (job, index)])
+        # Its own task only: these runs never wait on a peer. Never closed (see the module doc).
+        self._sess = tf.Session(target, graph=graph, config=config)
+        self._sess.run(publish)
+        self.info = json.loads(info)
+
+    def advance(self):
+        """Advances the counter: the task did some work (a serving loop turn, a phase ended)."""
+        self._sess.run(self._advance)
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Peer:
+    """A peer task: its job, index and address."""
+    job: str
+    index: int
+    address: str
+
+    def __str__(self):
+        return '%s task %d at %s' % (self.job, self.index, self.address)
+
+
+def port_open(address, timeout_s=0.5):
+    """Whether something accepts TCP connections at host:port (not proof of life, see above)."""
+    host, port = address.rsplit(':', 1)
+    try:
+        with socket.create_connection((host.strip('[]'), int(port)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+class _Status:
+    """What the poller of one peer saw last; times are time.monotonic()."""
+
+    def __init__(self, now):
+        self.answered_at = now      # last read that returned (or the watch's start)
+        self.progressed_at = now    # last change of (incarnation, counter) (or the start)
+        self.ever_answered = False
+        self.state = None           # (incarnation, counter) of the last read
+        self.info = None            # the peer's description, once it published it
+        self.last_error = 'not read yet'
+
+
+class PeerWatch:
+    """Reads each peer's published state in a daemon thread of its own; never blocks a caller.
+
+    Args:
+      target: this task's server target (reads go through its master).
+      peers: `Peer`s to watch.
+      interval_s: seconds between reads of one peer.
+      read_timeout_s: bound on one read.
+    """
+
+    def __init__(self, target, peers, interval_s=0.5, read_timeout_s=2.0):
+        self._target = target
+        self._interval_s = interval_s
+        self._read_timeout_ms = int(read_timeout_s * 1000)
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        now = time.monotonic()
+        self._status = {peer: _Status(now) for peer in peers}
+        for peer in peers:
+            threading.Thread(target=self._poll, args=(peer,), daemon=True,
+                             name='peer_watch_%s_%d' % (peer.job, peer.index)).start()
+
+    @property
+    def peers(self):
+        return list(self._status)
+
+    def set_interval(self, interval_s):
+        """Reads less often once a job runs: liveness bounds are seconds, not milliseconds."""
+        self._interval_s = interval_s
+
+    def stop(self):
+        """Ends the pollers at their next turn (one blocked in the runtime stays blocked)."""
+        self._stopped.set()
+
+    def _poll(self, peer):
+        graph = tf.Graph()
+        with graph.as_default():
+            device = cpu_device(peer.job, peer.index)
+            read = (tf.raw_ops.ReadVariableOp(resource=_handle(INFO, tf.string, device),
+                                              dtype=tf.string),
+                    tf.raw_ops.ReadVariableOp(resource=_handle(PROGRESS, tf.int64, device),
+                                              dtype=tf.int64))
+        config = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (peer.job, peer.index)])
+        options = tf.RunOptions(timeout_in_ms=self._read_timeout_ms)
+        sess = None
+        while not self._stopped.is_set():
+            if sess is None and not port_open(peer.address):
+                self._record(peer, error='connection refused')
+            else:
+                if sess is None:
+                    sess = tf.Session(self._target, graph=graph, config=config)
+                try:
+                    info, progress = sess.run(read, options=options)
+                    self._record(peer, info=info.decode(), progress=int(progress))
+                except tf.errors.DeadlineExceededError:
+                    self._record(peer, error='no answer within %g s' % (
+                        self._read_timeout_ms / 1000.0))
+                except (tf.errors.FailedPreconditionError, tf.errors.NotFoundError):
+                    # The runtime answers but the task has not published yet: starting.
+                    self._record(peer, answered=True, error='starting')
+                except tf.errors.OpError as e:
+                    # Unavailable, Aborted, Cancelled: the peer went away. A new session is made
+                    # once its port opens again (a restarted task); this one is abandoned.
+                    self._record(peer, error=e.message.splitlines()[0][:200])
+                    sess = None
+            self._stopped.wait(self._interval_s)
+
+    def _record(self, peer, info=None, progress=None, answered=False, error=None):
+        now = time.monotonic()
+        with self._lock:
+            status = self._status[peer]
+            if info is not None:
+                parsed = json.loads(info)
+                state = (parsed['incarnation'], progress)
+                if state != status.state:
+                    status.progressed_at = now
+                status.state, status.info = state, parsed
+                answered = True
+            if answered:
+                status.answered_at = now
+                status.ever_answered = True
+            status.last_error = error
+
+    def info(self, peer):
+        """The peer's description (a dict), or None until it published one."""
+        with self._lock:
+            return self._status[peer].info
+
+    def silence(self, peer):
+        """(seconds since the peer last answered, since it last progressed, its last error)."""
+        now = time.monotonic()
+        with self._lock:
+            status = self._status[peer]
+            return now - status.answered_at, now - status.progressed_at, status.last_error
+
+    def lost(self, peers, silent_s, still_s, answered_only=False):
+        """The peers (of `peers`) that did not answer for silent_s or progress for still_s.
+
+        With answered_only, only peers that answered at least once count (the others are still
+        a start-up wait's to bound, with its own message).
+
+        Returns:
+          [(peer, why)] in the order of `peers`, `why` in words ('no answer for 12 s
+          (connection refused)', 'no progress for 70 s').
+        """
+        lost = []
+        for peer in peers:
+            with self._lock:
+                if answered_only and not self._status[peer].ever_answered:
+                    continue
+            unanswered, still, error = self.silence(peer)
+            if unanswered > silent_s:
+                lost.append((peer, 'no answer for %.0f s (%s)' % (unanswered, error)))
+            elif still > still_s:
+                lost.append((peer, 'no progress for %.0f s' % still))
+        return lost

@@ -1,0 +1,143 @@
+"""The last bound behind every wait of a task: the phases of its work and its essential peers.
+
+A task's main thread waits inside the runtime (making or closing a session, a step, a
+checkpoint), and some of those waits have no bound of their own: closing a session whose peer
+died, or making one to a stopped peer, waits forever (measured, TF 2.21). A watchdog thread ends
+the task, with one line naming the cause, when
+  the current phase of its work (`Watchdog.phase`) runs past its bound, which the caller derives
+    from --peer_timeout_s and --step_timeout_s;
+  an essential peer (one without which this task cannot go on: its ps tasks, the chief, the
+    in-graph client) did not answer for `silent_s` or made no progress for `still_s`;
+  a peer published a description that disagrees with this task's (`agreement.mismatch`).
+The main thread asks it to end the task the same way when a step fails (`fail`), with the peers
+most likely to blame (`culprits`), so the task never tries to close a session that would wait on
+the lost peer. Ending the task is the caller's `fail` function; the command line's
+(`exit_process`) prints the line and exits without the interpreter's teardown.
+"""
+import os
+import re
+import sys
+import threading
+import time
+
+from tfhp.cluster import agreement
+
+# How the gRPC runtime's errors name the task a failed call went to.
+_REMOTE = re.compile(r'remote target /job:(\w+)/replica:\d+/task:(\d+)')
+EXIT_LOST = 1      # a peer was lost or a phase overran: the run failed
+EXIT_MISMATCH = 2  # the job is configured against itself: a setting is at fault
+POLL_S = 0.2
+
+
+def exit_process(message, status):
+    """Prints 'tfhp: error: <message>' and ends the process with `status` at once.
+
+    os._exit: the interpreter's teardown would close sessions, which can wait on a lost peer.
+    """
+    sys.stdout.flush()
+    sys.stderr.write('tfhp: error: %s\n' % message)
+    sys.stderr.flush()
+    os._exit(status)  # pylint: disable=protected-access
+
+
+class Watchdog:
+    """Ends this task when a phase overruns, an essential peer is lost, or a peer disagrees.
+
+    Args:
+      task: how messages name this task, e.g. 'worker 1 at 127.0.0.1:5001'.
+      fail: fail(message, status) ends the task; called at most once.
+      watch: the `liveness.PeerWatch` of this task's peers.
+      essential: the peers whose loss ends this task.
+      silent_s: an essential peer that did not answer for this long is lost (--peer_timeout_s).
+      still_s: an essential peer that answers but made no progress for this long is lost.
+      mine: this task's description, to check every peer's against (`agreement.mismatch`).
+    """
+
+    def __init__(self, task, fail, watch, essential, silent_s, still_s, mine):
+        self._task = task
+        self._fail = fail
+        self._watch = watch
+        self._essential = list(essential)
+        self._silent_s = silent_s
+        self._still_s = still_s
+        self._mine = mine
+        self._lock = threading.Lock()
+        self._phase = None  # (what, bound_s, deadline, status)
+        self._stop = None   # the same, for a stop: later phases do not move its deadline
+        self._failed = False
+        self._checked = set()
+        threading.Thread(target=self._run, name='watchdog', daemon=True).start()
+
+    def phase(self, what, bound_s, status=EXIT_LOST):
+        """Starts a phase of the work that must end within bound_s (None: no bound)."""
+        with self._lock:
+            self._phase = (what, bound_s, time.monotonic() + bound_s if bound_s else None,
+                           status)
+
+    def stop_by(self, what, bound_s, status):
+        """Bounds the rest of the task's work (a stop signal's): it ends within bound_s."""
+        with self._lock:
+            if self._stop is None:
+                self._stop = (what, bound_s, time.monotonic() + bound_s, status)
+
+    def fail(self, message, status=EXIT_LOST):
+        """Ends the task with '<task>: <message>' (only the first call does anything)."""
+        with self._lock:
+            if self._failed:
+                return
+            self._failed = True
+        self._watch.stop()
+        self._fail('%s: %s' % (self._task, message), status)
+
+    def named_in(self, text):
+        """The watched peers that a runtime error's text names as its remote target."""
+        named = set(_REMOTE.findall(text))
+        return [p for p in self._watch.peers if (p.job, str(p.index)) in named]
+
+    def culprits(self):
+        """The peers most likely behind a stalled wait, in words, or ''.
+
+        Peers that stopped answering first; else those that answer but made no progress, all
+        of them (a hung peer and the peers waiting for it look alike from here).
+        """
+        answer_s = POLL_S * 10 + 2.0  # a few reads' worth: a live peer answered since
+        silent, still = [], []
+        for peer in self._watch.peers:
+            unanswered, no_progress, error = self._watch.silence(peer)
+            if unanswered > answer_s:
+                silent.append('%s (no answer for %.0f s: %s)' % (peer, unanswered, error))
+            elif no_progress > answer_s:
+                still.append('%s (no progress for %.0f s)' % (peer, no_progress))
+        if silent:
+            return 'lost ' + ', '.join(silent)
+        if still:
+            return 'every peer answers; stalled: ' + ', '.join(still)
+        return ''
+
+    def _run(self):
+        while True:
+            time.sleep(POLL_S)
+            with self._lock:
+                phases, failed = (self._phase, self._stop), self._failed
+            if failed:
+                return
+            for phase in phases:
+                if phase and phase[2] is not None and time.monotonic() > phase[2]:
+                    what, bound_s, _, status = phase
+                    blame = self.culprits()
+                    self.fail('%s did not end within %g s%s' % (
+                        what, bound_s, '; ' + blame if blame else ''), status)
+                    return
+            for peer in self._watch.peers:
+                info = self._watch.info(peer)
+                if info is not None and (peer, info['incarnation']) not in self._checked:
+                    self._checked.add((peer, info['incarnation']))
+                    why = agreement.mismatch(self._mine, info, peer)
+                    if why:
+                        self.fail(why, EXIT_MISMATCH)
+                        return
+            lost = self._watch.lost(self._essential, self._silent_s, self._still_s,
+                                    answered_only=True)
+            if lost:
+                self.fail('lost %s' % ', '.join('%s: %s' % item for item in lost))
+                return
