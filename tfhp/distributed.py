@@ -28,7 +28,6 @@ session start and first step and the end of every timed step (the launcher's clu
 computed from them), the global step rate it saw, and its dropped (late) gradients and images.
 """
 import collections
-import re
 import signal
 import time
 
@@ -279,6 +278,7 @@ _WorkerGraph = collections.namedtuple('_WorkerGraph', [
     'end_after',  # {steps: op moving the job's end to the global step + steps}
     'final',      # read once at the end: counters, loss, a checksum of the variables
     'placement',  # _bytes_by_device of the trainable variables
+    'handshake',  # moves a tensor from this worker to every ps task (see `_handshake`)
 ])
 
 
@@ -295,10 +295,17 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
         final = {'counters': built.manager.counters(), 'loss': built.ops.loss,
                  'checksum': tf.add_n([tf.reduce_sum(tf.cast(v, tf.float64))
                                        for v in built.manager.trainable_variables(0)])}
+        # Not a constant: grappler would fold a constant onto the ps, moving nothing.
+        progress = liveness.read_progress(topology.input_device)
+        copies = []
+        for device in topology.variable_devices:
+            with tf.device(device):
+                copies.append(tf.identity(progress))
         return _WorkerGraph(built=built, train_op=train_op, control=ctl.read_after(train_op),
                             read_control=ctl.read(),
                             end_after={m: ctl.end_after(m) for m in end_margins}, final=final,
-                            placement=_bytes_by_device(tf.trainable_variables()))
+                            placement=_bytes_by_device(tf.trainable_variables()),
+                            handshake=tf.group(*copies))
 
 
 def _run_worker(cfg, log, stop, fail):
@@ -383,17 +390,6 @@ def _run_worker(cfg, log, stop, fail):
     return _result(cfg, built, loop, extra, log)
 
 
-def _cause(error):
-    """The line of a runtime error's message that says what happened (not where)."""
-    for line in error.message.splitlines():
-        line = line.strip()
-        if line and not (line.startswith(('Graph execution error', '=', 'From /job', '[[',
-                                          'Additional GRPC', ':UNKNOWN', 'Detected at node'))
-                         or re.match(r'^[A-Z_]+: From /job', line)):
-            return line[:200]
-    return type(error).__name__
-
-
 def _step_runner(sess, fetches, cluster, dog):
     """run(what) -> (global step, end, stop) after one step, its phase bounded by the watchdog.
 
@@ -415,9 +411,32 @@ def _step_runner(sess, fetches, cluster, dog):
         except _PEER_ERRORS as e:
             named = dog.named_in(e.message)
             blame = ('lost %s' % ', '.join(str(p) for p in named)) if named else dog.culprits()
-            dog.fail('%s failed (%s)%s' % (what, _cause(e), '; ' + blame if blame else ''))
+            dog.fail('%s failed (%s)%s' % (what, errors.cause(e.message, type(e).__name__), '; ' + blame if blame else ''))
         raise errors.PeerLost(what)  # reached only where `fail` returns (a test's)
     return run
+
+
+def _handshake(sess, handshake, cluster, dog):
+    """Runs `handshake` until it succeeds: the ps tasks can reach this worker again.
+
+    The ps tasks pull every tensor a worker sends them, and after a worker died their gRPC
+    channel to its address backs off for seconds: a restarted worker's first step would fail
+    with "Failed to connect". Retried for at most --peer_timeout_s.
+    """
+    what = 'waiting for the ps tasks to reach this worker'
+    dog.phase(what, 2 * cluster.peer_timeout_s)
+    options = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
+    deadline = time.monotonic() + cluster.peer_timeout_s
+    while True:
+        try:
+            sess.run(handshake, options=options)
+            return
+        except _PEER_ERRORS as e:
+            if time.monotonic() > deadline:
+                dog.fail('%s did not end within --peer_timeout_s=%g (%s)'
+                         % (what, cluster.peer_timeout_s, errors.cause(e.message)))
+                raise errors.PeerLost(what) from e  # reached only where `fail` returns
+            time.sleep(0.2)
 
 
 def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
@@ -429,6 +448,7 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
     """
     run_cfg, cluster = cfg.run, cfg.cluster
     built = graph.built
+    _handshake(sess, graph.handshake, cluster, dog)
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
     dog.phase('the staging warm-up', cluster.step_timeout_s + cluster.peer_timeout_s)
     # Fill this worker's staging areas (its own input pipeline) before the first step.

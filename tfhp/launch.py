@@ -3,7 +3,11 @@
 Starts every task as its own process (`python -m tfhp --job_name=... <tfhp flags>`) on free
 127.0.0.1 ports, prefixes each line a task prints with its name ("[worker 1] ..."), and ends
 every task when the job is done or a task fails (then it exits with status 1). Serving tasks (ps)
-exit by themselves once the workers are done; the launcher only waits for them, with a bound.
+exit by themselves once the workers are done; the launcher only waits for them, with a bound
+derived from their own timeouts. SIGTERM or SIGINT to the launcher stops the job gracefully:
+every task gets SIGTERM (the job stops at a common step and the chief writes its checkpoint),
+the launcher says which tasks it stopped and exits with 128 + the signal's number; a second
+signal kills every task at once.
 It prints, and appends as one JSON line to --result_file, each task's time from launch to its
 first step, each worker's images/sec and dropped (late) gradients, and the cluster's images/sec:
 every worker's images over the one wall-clock interval in which all of them were timing steps.
@@ -13,9 +17,11 @@ share a registry: both modules can be imported in one process (tests do).
 Imports no TensorFlow: it starts and watches processes only.
 """
 import argparse
+import functools
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -23,8 +29,11 @@ import tempfile
 import threading
 import time
 
+from tfhp import config as config_lib
 from tfhp import timing
 
+# Slack on the tasks' own bounds for starting and ending a process (importing TensorFlow).
+_MARGIN_S = 10.0
 # Flags the launcher sets for every task; a job's tfhp flags must not set them.
 _OWN_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts', 'controller_host',
               'result_file')
@@ -80,6 +89,26 @@ def task_commands(num_ps, num_workers, tfhp_args, result_dir, controller=False):
     return commands
 
 
+def task_bounds(tfhp_args):
+    """(peer_timeout_s, step_timeout_s) the tasks of a job run with: their flags or defaults.
+
+    The launcher's own waits for its tasks derive from them, so it never blames a task for
+    keeping the bounds it was given.
+    """
+    defaults = config_lib.ClusterConfig()
+    values = {'peer_timeout_s': defaults.peer_timeout_s,
+              'step_timeout_s': defaults.step_timeout_s}
+    for i, arg in enumerate(tfhp_args):
+        name, _, value = arg.lstrip('-').partition('=')
+        if arg.startswith('--') and name in values:
+            text = value or (tfhp_args[i + 1] if i + 1 < len(tfhp_args) else '')
+            try:
+                values[name] = float(text)
+            except ValueError:
+                pass  # tfhp itself refuses it, naming the flag
+    return values['peer_timeout_s'], values['step_timeout_s']
+
+
 def _pump(name, stream, out, lock):
     for line in stream:
         with lock:
@@ -87,52 +116,123 @@ def _pump(name, stream, out, lock):
             out.flush()
 
 
-def _stop(processes, grace_s=2.0):
-    """SIGTERM every running process, then SIGKILL those still running after grace_s."""
-    for proc in processes:
+def describe_status(code):
+    """A task's exit status in words: 'exit status 1', 'stopped by SIGTERM (143)', ..."""
+    if code is None:
+        return 'still running'
+    if code < 0:
+        return 'killed by %s' % signal.Signals(-code).name
+    if code > 128 and code - 128 in signal.valid_signals():
+        return 'stopped by %s (exit status %d)' % (signal.Signals(code - 128).name, code)
+    return 'exit status %d' % code
+
+
+def _name(task):
+    return '%s %d' % task
+
+
+def _end_tasks(processes, grace_s):
+    """SIGTERM every running task (a graceful stop), then SIGKILL those still running after
+    grace_s; returns the tasks that had to be killed."""
+    for proc in processes.values():
         if proc.poll() is None:
-            proc.terminate()
+            proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    for proc in processes:
+    killed = []
+    for task, proc in processes.items():
         try:
             proc.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+            killed.append(task)
+    return killed
 
 
-def run_job(commands, timeout_s=600.0, serve_grace_s=30.0, keep_going=False, out=None):
+class _Signals:
+    """SIGTERM and SIGINT to the launcher, noted for its watch loop (which runs in Python, so
+    the handler runs at once); a second one kills every task at once."""
+
+    def __init__(self):
+        self.signum = None
+        self._processes = {}
+        self._previous = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info):
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def watch(self, processes):
+        self._processes = processes
+
+    def _handle(self, signum, frame):
+        del frame
+        if self.signum is None:
+            self.signum = signum
+            return
+        for proc in self._processes.values():
+            if proc.poll() is None:
+                proc.kill()
+
+
+def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None):
     """Starts every task, relays its output, and waits for the job to end.
+
+    Every wait is bounded by the tasks' own timeouts (`task_bounds`): serving tasks get
+    --peer_timeout_s (+ a margin) to exit after the last worker, since that is how long they
+    wait for a worker that vanished; a stop or a failed job's end gets one step and two peer
+    timeouts before its tasks are killed.
 
     Args:
       commands: {(job, index): argv} from `task_commands`.
       timeout_s: bound on the whole job.
-      serve_grace_s: bound on serving tasks' exit after the last worker ended.
       keep_going: a failed non-chief worker does not end the job (asynchronous training
         goes on without it); the launcher still reports failure at the end.
       out: where task output goes (default: sys.stdout).
+      bounds: (peer_timeout_s, step_timeout_s) of the tasks; default: tfhp's defaults.
     Returns:
-      (status, launch_times, return_codes): status 0 if every task exited 0.
+      (status, launch_times, return_codes): status 0 if every task exited 0, 1 if one did
+      not, 128 + N if the launcher got signal N (it then stopped every task).
     """
     out = out or sys.stdout
     lock = threading.Lock()
+    say = functools.partial(_say, out, lock)
+    peer_timeout_s, step_timeout_s = bounds or task_bounds([])
+    stop_s = step_timeout_s + 2 * peer_timeout_s + _MARGIN_S
     env = dict(os.environ, PYTHONUNBUFFERED='1')
     processes, launch_times, pumps = {}, {}, []
-    try:
-        for task, argv in commands.items():
-            launch_times[task] = time.time()
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, env=env)
-            processes[task] = proc
-            pump = threading.Thread(target=_pump, args=('%s %d' % task, proc.stdout, out, lock),
-                                    daemon=True)
-            pump.start()
-            pumps.append(pump)
-        status = _watch(processes, timeout_s, serve_grace_s, keep_going, out, lock)
-    finally:
-        _stop(list(processes.values()))
-        for pump in pumps:
-            pump.join(timeout=5)
+    with _Signals() as signals:
+        signals.watch(processes)
+        try:
+            for task, argv in commands.items():
+                launch_times[task] = time.time()
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True, env=env)
+                processes[task] = proc
+                say('started %s: pid %d' % (_name(task), proc.pid))
+                pump = threading.Thread(target=_pump, args=(_name(task), proc.stdout, out, lock),
+                                        daemon=True)
+                pump.start()
+                pumps.append(pump)
+            status = _watch(processes, timeout_s, peer_timeout_s + _MARGIN_S, keep_going, say,
+                            signals)
+        finally:
+            running = [t for t, p in processes.items() if p.poll() is None]
+            killed = _end_tasks(processes, stop_s if signals.signum else peer_timeout_s)
+            if signals.signum:
+                status = 128 + signals.signum
+                say('%s: stopped %s' % (signal.Signals(signals.signum).name, ', '.join(
+                    '%s (%s%s)' % (_name(t), describe_status(processes[t].returncode),
+                                   ', after %g s' % stop_s if t in killed else '')
+                    for t in running) or 'no running task'))
+            for pump in pumps:
+                pump.join(timeout=5)
     return status, launch_times, {t: p.returncode for t, p in processes.items()}
 
 
@@ -142,28 +242,38 @@ def _say(out, lock, line):
         out.flush()
 
 
-def _watch(processes, timeout_s, serve_grace_s, keep_going, out, lock):
+def _watch(processes, timeout_s, serve_grace_s, keep_going, say, signals):
     deadline = time.monotonic() + timeout_s
     clients = [t for t in processes if t[0] != 'ps']
     essential = [t for t in processes if t[0] != 'worker' or t[1] == 0]
     clients_done_at = None
+    named = set()
     while True:
+        if signals.signum:
+            return 128 + signals.signum
         codes = {t: p.poll() for t, p in processes.items()}
         failed = [t for t, c in codes.items() if c not in (None, 0)]
+        for task in failed:
+            if task not in named:
+                named.add(task)
+                if keep_going and task not in essential:
+                    say('%s ended (%s); the job goes on without it (--keep_going)'
+                        % (_name(task), describe_status(codes[task])))
         if failed and (not keep_going or any(t in essential for t in failed)):
-            _say(out, lock, '%s %d failed (exit status %d); ending the job'
-                 % (failed[0] + (codes[failed[0]],)))
+            task = next(t for t in failed if not keep_going or t in essential)
+            say('%s failed (%s); ending the job' % (_name(task), describe_status(codes[task])))
             return 1
         if all(codes[t] is not None for t in clients):
             clients_done_at = clients_done_at or time.monotonic()
             if all(c is not None for c in codes.values()):
                 return 1 if failed else 0
             if time.monotonic() - clients_done_at > serve_grace_s:
-                _say(out, lock, 'serving tasks did not exit within %g s of the workers; '
-                     'ending them' % serve_grace_s)
+                say('%s did not exit within %g s of the last worker (their --peer_timeout_s + '
+                    '%g s); ending them' % (', '.join(_name(t) for t, c in codes.items()
+                                                       if c is None), serve_grace_s, _MARGIN_S))
                 return 1
         if time.monotonic() > deadline:
-            _say(out, lock, 'the job did not end within --timeout_s=%g; ending it' % timeout_s)
+            say('the job did not end within --timeout_s=%g; ending it' % timeout_s)
             return 1
         time.sleep(0.05)
 
@@ -252,7 +362,8 @@ def _parse(argv):
 
 
 def main(argv=None):
-    """Runs the job; returns the exit status (0 ok, 1 a task failed, 2 bad arguments)."""
+    """Runs the job; returns the exit status (0 ok, 1 a task failed, 2 bad arguments, 128 + N
+    stopped by signal N)."""
     args, tfhp_args = _parse(sys.argv[1:] if argv is None else argv)
     result_dir = tempfile.mkdtemp(prefix='tfhp_launch_')
     try:
@@ -264,7 +375,8 @@ def main(argv=None):
             return 2
         start = time.time()
         status, launch_times, codes = run_job(commands, timeout_s=args.timeout_s,
-                                              keep_going=args.keep_going)
+                                              keep_going=args.keep_going,
+                                              bounds=task_bounds(tfhp_args))
         results = read_results(result_dir, [t for t in commands if t[0] != 'ps'])
     finally:
         shutil.rmtree(result_dir, ignore_errors=True)

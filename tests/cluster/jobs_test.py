@@ -3,47 +3,18 @@
 Each job runs the trivial model at 8x8 with 10 classes, so a step costs milliseconds and a job
 is mostly TensorFlow's import in each process. Timing assertions are ratios within a test.
 """
-import json
-import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
+from tests.cluster import jobs
 from tfhp import distributed
 from tfhp import launch
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SMALL = ['--model=trivial', '--image_size=8', '--batch_size=2', '--num_classes=10',
-         '--num_warmup_batches=2', '--display_every=1000', '--weight_decay=0']
-JOB_TIMEOUT_S = 240
-
-
-def _end(proc):
-    """Ends a process group started with start_new_session, if it is still running."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
-def _launch(tmp_path, num_ps, num_workers, *tfhp_args, launcher_args=()):
-    """Runs a job through `python -m tfhp.launch`; returns (exit status, summary, output)."""
-    result = tmp_path / ('job_%d.jsonl' % time.monotonic_ns())
-    argv = [sys.executable, '-m', 'tfhp.launch', '--num_ps=%d' % num_ps,
-            '--num_workers=%d' % num_workers, '--result_file=%s' % result,
-            '--timeout_s=%d' % (JOB_TIMEOUT_S - 30)] + list(launcher_args) + ['--'] + SMALL + list(
-                tfhp_args)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=ROOT, start_new_session=True)
-    try:
-        output = proc.communicate(timeout=JOB_TIMEOUT_S)[0]
-    finally:
-        _end(proc)
-    summary = json.loads(result.read_text().splitlines()[-1]) if result.exists() else None
-    return proc.returncode, summary, output
+_launch = jobs.launch_job
 
 
 def _clean(status, summary, output):
@@ -136,19 +107,19 @@ def test_spare_replica_absorbs_a_straggler(tmp_path):
 def test_a_killed_job_resumes_from_its_last_checkpoint(tmp_path):
     train_dir = tmp_path / 'train'
     argv = [sys.executable, '-m', 'tfhp.launch', '--num_ps=1', '--num_workers=2',
-            '--timeout_s=200', '--'] + SMALL + [
+            '--timeout_s=200', '--'] + jobs.SMALL + [
                 '--num_batches=100000', '--train_dir=%s' % train_dir, '--save_model_steps=5']
     with open(tmp_path / 'killed_job.log', 'w') as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=jobs.ROOT,
                                 start_new_session=True)
     try:
-        deadline = time.monotonic() + JOB_TIMEOUT_S
+        deadline = time.monotonic() + jobs.JOB_TIMEOUT_S
         while distributed.checkpoint_step(str(train_dir)) < 10:
             assert proc.poll() is None and time.monotonic() < deadline, (
                 tmp_path / 'killed_job.log').read_text()[-3000:]
             time.sleep(0.2)
     finally:
-        _end(proc)  # the whole job, every task at once
+        jobs.end(proc)  # the whole job, every task at once
     saved = distributed.checkpoint_step(str(train_dir))
     with open(train_dir / 'checkpoint') as f:
         steps = sorted(int(line.rsplit('-', 1)[1].rstrip('"\n')) for line in f
@@ -168,41 +139,29 @@ def test_a_dead_ps_address_is_named_within_the_bounded_wait(tmp_path):
     proc = subprocess.run(
         [sys.executable, '-m', 'tfhp', '--job_name=worker', '--task_index=0',
          '--ps_hosts=127.0.0.1:%d' % ps, '--worker_hosts=127.0.0.1:%d' % worker,
-         '--peer_timeout_s=2'] + SMALL, capture_output=True, text=True, cwd=ROOT,
-        timeout=JOB_TIMEOUT_S)
+         '--peer_timeout_s=2'] + jobs.SMALL, capture_output=True, text=True, cwd=jobs.ROOT,
+        timeout=jobs.JOB_TIMEOUT_S)
     elapsed = time.monotonic() - start
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert ('ps task 0 at 127.0.0.1:%d did not answer within 2 s' % ps) in proc.stderr
     assert 'Traceback' not in proc.stderr
     # The bound holds: the worker gave up after its 2 s wait, not after TensorFlow's own.
-    assert elapsed < JOB_TIMEOUT_S / 2
+    assert elapsed < jobs.JOB_TIMEOUT_S / 2
 
 
 def test_an_async_worker_dying_does_not_stop_the_others(tmp_path):
-    commands = launch.task_commands(1, 3, SMALL + [
-        '--cross_replica_sync=false', '--num_batches=400', '--peer_timeout_s=6',
-        '--display_every=10'], str(tmp_path))
-    procs = {}
-    for (job, index), argv in commands.items():
-        # The victim's output is read to see it train; the others' goes to files (a pipe
-        # nobody reads would fill and stall them).
-        out = (subprocess.PIPE if (job, index) == ('worker', 2) else
-               open(tmp_path / ('%s_%d.log' % (job, index)), 'w'))
-        procs[(job, index)] = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                               text=True, cwd=ROOT, start_new_session=True)
+    job = jobs.HandStarted(tmp_path, 1, 3, ['--cross_replica_sync=false', '--num_batches=400',
+                                             '--peer_timeout_s=6', '--display_every=10'])
     try:
-        victim = procs[('worker', 2)]
-        for line in victim.stdout:  # wait until it is training, then kill it
-            if line.startswith('step '):
-                break
-        _end(victim)
-        codes = {task: proc.wait(timeout=JOB_TIMEOUT_S) for task, proc in procs.items()}
+        job.start_all()
+        job.wait_for_line(('worker', 2), 'step 10\t')  # training: kill it
+        jobs.end(job.procs[('worker', 2)])
+        ended = job.wait([('ps', 0), ('worker', 0), ('worker', 1)], jobs.JOB_TIMEOUT_S)
     finally:
-        for proc in procs.values():
-            _end(proc)
-    assert codes[('worker', 0)] == codes[('worker', 1)] == 0
+        job.end_all()
+    assert ended[('worker', 0)][0] == ended[('worker', 1)][0] == 0
     for index in (0, 1):
-        with open(tmp_path / ('worker_%d.jsonl' % index)) as f:
-            assert json.loads(f.read().splitlines()[-1])['num_steps'] == 400
-    # The ps gave up on the dead worker after --peer_timeout_s and ended, reporting it.
-    assert codes[('ps', 0)] == 1
+        assert job.result(('worker', index))['num_steps'] == 400
+    # The ps gave up on the dead worker after --peer_timeout_s and ended, naming it.
+    assert ended[('ps', 0)][0] == 1
+    assert 'lost worker task 2 at %s' % job.address(('worker', 2)) in job.log(('ps', 0))

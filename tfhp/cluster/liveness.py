@@ -25,6 +25,8 @@ import uuid
 
 import tensorflow.compat.v1 as tf
 
+from tfhp.cluster import errors
+
 PROGRESS = 'tfhp_progress'
 INFO = 'tfhp_task_info'
 
@@ -46,6 +48,13 @@ def advance_op(device):
     """
     return tf.raw_ops.AssignAddVariableOp(resource=_handle(PROGRESS, tf.int64, device),
                                           value=tf.constant(1, tf.int64))
+
+
+def read_progress(device):
+    """The progress counter of the task on `device`, read (an op in the current graph)."""
+    with tf.device(device):
+        return tf.raw_ops.ReadVariableOp(resource=_handle(PROGRESS, tf.int64, device),
+                                         dtype=tf.int64)
 
 
 def describe(job, index, address, cluster, settings):
@@ -188,7 +197,7 @@ class PeerWatch:
                 except tf.errors.OpError as e:
                     # Unavailable, Aborted, Cancelled: the peer went away. A new session is made
                     # once its port opens again (a restarted task); this one is abandoned.
-                    self._record(peer, error=e.message.splitlines()[0][:200])
+                    self._record(peer, error=errors.cause(e.message, type(e).__name__))
                     sess = None
             self._stopped.wait(self._interval_s)
 

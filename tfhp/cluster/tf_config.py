@@ -52,6 +52,10 @@ def cluster_fields(text):
     task_type, index = task.get('type'), task.get('index', 0)
     if task_type not in _JOBS or not isinstance(index, int):
         _fail('task must be {"type": one of %s, "index": int}, got %r', list(_JOBS), task)
+    hosts = _host_list(cluster, task_type)
+    if not 0 <= index < len(hosts):
+        _fail('task index %d is outside job %r, which lists %d task(s) in cluster.%s', index,
+              task_type, len(hosts), task_type)
     if task_type == 'chief':
         job_name = 'worker'
     elif task_type == 'worker':
