@@ -216,9 +216,12 @@ def run(cfg, log=print, topology=None, target=''):
     Returns:
       The result dict (the JSON line appended to cfg.run.result_file, if set).
     Raises:
-      tfhp.config.ConfigError: the configuration cannot work on this machine, or a record of
-        --data_dir is corrupt (the message names its file and index).
+      tfhp.config.ConfigError: the configuration cannot work on this machine, an output path
+        cannot be written, or a record of --data_dir is corrupt (the message names its file
+        and index).
     """
+    # Before any work: an unwritable --train_dir would otherwise fail at the final save.
+    config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
     if cfg.cluster.enabled and topology is None:
         # Imported here: tfhp.distributed builds its graphs with this module's `build`.
         from tfhp import distributed  # pylint: disable=g-import-not-at-top

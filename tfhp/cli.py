@@ -199,10 +199,11 @@ def main(argv):
         return 2
     try:
         cfg = config_from_flags(FLAGS, os.environ.get('TF_CONFIG', ''))
+        config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
-    # TensorFlow is imported only once the flags are known to be valid.
+    # TensorFlow is imported only once the flags and output paths are known to be valid.
     from tfhp import benchmark  # pylint: disable=g-import-not-at-top
     from tfhp import compat  # pylint: disable=g-import-not-at-top
     compat.enable_graph_mode()
