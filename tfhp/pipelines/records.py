@@ -16,7 +16,9 @@ Corrupt records (not an Example, bytes that are not a JPEG, a label out of range
 by default. With `skip_corrupt=True` each is counted in a local variable of the
 `preprocessing.SKIPPED_RECORDS` collection and its slot in the batch is filled by another valid
 record of the same tower batch, so batches keep their size. A record whose TFRecord framing is
-broken cannot be skipped: RecordInput itself fails (`tfhp.data.check` names the file).
+broken cannot be skipped: RecordInput itself fails, for good (`tfhp.data.check` names the file).
+So when skipping, a file cut short is refused when the pipeline is made
+(`record_input.check_whole`); a checksum error inside a file still fails the step.
 """
 import tensorflow.compat.v1 as tf
 
@@ -58,7 +60,8 @@ class RecordsPipeline(base.Pipeline):
       staged: software-pipeline the stages (True) or run them in sequence.
       skip_corrupt: skip and count corrupt records instead of failing.
     Raises:
-      record_input.InputFilesError: the pattern cannot feed a reader (checked at once).
+      record_input.InputFilesError: the pattern cannot feed a reader, or (skip_corrupt) a file
+        is cut short (checked at once).
     """
 
     def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
@@ -66,6 +69,10 @@ class RecordsPipeline(base.Pipeline):
                  parallelism=16, buffer_size=10000, shift_ratio=0.0, seed=301, staged=True,
                  skip_corrupt=False):
         self.files = record_input.list_files(file_pattern)
+        if skip_corrupt:
+            # A cut-short file would fail every step once a reader reaches it: refuse it now
+            # rather than promise a skip that cannot happen.
+            record_input.check_whole(self.files)
         self._pattern = file_pattern
         self._batch_size = batch_size
         self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
