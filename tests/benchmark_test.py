@@ -54,6 +54,16 @@ def test_eval_without_checkpoint_is_refused(tmp_path):
         benchmark.run(cfg, log=lambda _: None)
 
 
+def test_unwritable_result_file_is_refused_before_building(tmp_path, monkeypatch):
+    built = []
+    monkeypatch.setattr(benchmark, 'build', lambda *args, **kwargs: built.append(args))
+    cfg = testing.small_config(run={'result_file': str(tmp_path)})
+    with pytest.raises(config_lib.ConfigError,
+                       match='--result_file=%s: is a directory' % tmp_path):
+        benchmark.run(cfg, log=lambda _: None)
+    assert not built
+
+
 def test_nchw_is_refused_before_building_where_the_probe_says_no(monkeypatch):
     # The probe's answer depends on the CPU (AVX-512 builds run NCHW), so it is faked both ways.
     cfg = testing.replace(testing.small_config(), 'model', data_format='NCHW')

@@ -27,6 +27,17 @@ def test_bad_flags_exit_2_naming_the_flag(args, message):
     assert 'Traceback' not in proc.stderr
 
 
+def test_unwritable_train_dir_exits_2_before_building(tmp_path):
+    not_a_dir = tmp_path / 'a_file'
+    not_a_dir.write_text('kept')
+    proc = _run('--train_dir=%s' % not_a_dir, '--num_batches=1')
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        'tfhp: error: --train_dir=%s: is a file, not a directory' % not_a_dir]
+    assert 'Model:' not in proc.stdout  # refused before the graph was built
+    assert not_a_dir.read_text() == 'kept'
+
+
 def test_nchw_refusal_exits_2_naming_the_flag(monkeypatch, capsys):
     # In-process, so the NCHW probe can be faked: whether this CPU runs NCHW is not assumed.
     from tfhp import devices  # pylint: disable=g-import-not-at-top

@@ -1,4 +1,6 @@
 """Configuration validation: flags that cannot work are refused with a message naming them."""
+import re
+
 import pytest
 
 from tfhp import config as config_lib
@@ -39,3 +41,80 @@ def test_config_is_json_ready():
     d = config_lib.BenchmarkConfig().to_dict()
     assert d['model']['name'] == 'trivial'
     assert d['run']['num_batches'] == 100
+
+
+def _paths(train_dir=None, result_file=None, trace_file=None, **run):
+    """A BenchmarkConfig writing to the given output paths."""
+    return config_lib.BenchmarkConfig(
+        run=config_lib.RunConfig(train_dir=train_dir, result_file=result_file, **run),
+        profile=config_lib.ProfileConfig(trace_file=trace_file))
+
+
+@pytest.mark.parametrize('flag, make_path, reason', [
+    ('train_dir', lambda d: d / 'a_file', 'is a file, not a directory'),
+    ('train_dir', lambda d: d / 'missing' / 'train', 'parent directory .*missing does not exist'),
+    ('train_dir', lambda d: d / 'a_file' / 'train', 'parent directory .*a_file is not a dir'),
+    ('train_dir', lambda d: '/proc/tfhp_no/x', 'parent directory /proc/tfhp_no does not exist'),
+    ('train_dir', lambda d: '/proc/tfhp_x', 'cannot write in /proc '),
+    ('result_file', lambda d: d, 'is a directory, not a file'),
+    ('result_file', lambda d: '%s/' % (d / 'new'), 'is a directory, not a file'),
+    ('result_file', lambda d: d / 'missing' / 'r.jsonl', 'parent directory .* does not exist'),
+    ('result_file', lambda d: '/proc/tfhp_x', 'cannot write in /proc '),
+    ('result_file', lambda d: '/proc/version', 'cannot append to /proc/version'),
+    ('result_file', lambda d: '/dev/null', 'is not a regular file'),
+    ('trace_file', lambda d: d, 'is a directory, not a file'),
+    ('trace_file', lambda d: d / 'missing' / 't.json', 'parent directory .* does not exist'),
+    ('trace_file', lambda d: d / 'runmeta_is_a_dir.json', 'runmeta.pb is a directory'),
+])
+def test_unwritable_output_paths_are_refused_naming_flag_and_path(tmp_path, flag, make_path,
+                                                                  reason):
+    (tmp_path / 'a_file').write_text('kept')
+    (tmp_path / 'runmeta_is_a_dir.json.runmeta.pb').mkdir()
+    path = str(make_path(tmp_path))
+    with pytest.raises(config_lib.ConfigError) as raised:
+        config_lib.check_output_paths(_paths(**{flag: path}), writes_train_dir=True)
+    message = str(raised.value)
+    assert message.startswith('--%s=%s: ' % (flag, path)) and '\n' not in message
+    assert re.search(reason, message), message
+    assert (tmp_path / 'a_file').read_text() == 'kept'
+
+
+def test_writable_output_paths_pass_and_leave_no_trace(tmp_path):
+    (tmp_path / 'old.jsonl').write_text('{"run": 1}\n')
+    (tmp_path / 'ckpt').mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for run in ({'train_dir': tmp_path / 'ckpt'}, {'train_dir': tmp_path / 'new'},
+                {'result_file': tmp_path / 'old.jsonl'}, {'result_file': tmp_path / 'r.jsonl'},
+                {'trace_file': tmp_path / 't.json'}):
+        config_lib.check_output_paths(_paths(**{k: str(v) for k, v in run.items()}),
+                                      writes_train_dir=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not list((tmp_path / 'ckpt').iterdir())
+    assert (tmp_path / 'old.jsonl').read_text() == '{"run": 1}\n'
+
+
+def test_train_dir_is_checked_only_where_it_is_written(tmp_path):
+    (tmp_path / 'a_file').touch()
+    cfg = _paths(train_dir=str(tmp_path / 'a_file'))
+    config_lib.check_output_paths(cfg, writes_train_dir=False)
+    # --eval only reads it (a missing checkpoint is refused by the runner).
+    config_lib.check_output_paths(_paths(train_dir=str(tmp_path / 'a_file'), eval=True),
+                                  writes_train_dir=True)
+    with pytest.raises(config_lib.ConfigError, match='--train_dir='):
+        config_lib.check_output_paths(cfg, writes_train_dir=True)
+
+
+@pytest.mark.parametrize('cluster, writes', [
+    ({}, True),
+    ({'job_name': 'worker', 'task_index': 0}, True),
+    ({'job_name': 'worker', 'task_index': 1}, False),
+    ({'job_name': 'ps', 'task_index': 0}, False),
+    ({'job_name': 'worker', 'task_index': 0, 'graph_mode': 'in_graph'}, True),
+    ({'job_name': 'worker', 'task_index': 0, 'graph_mode': 'in_graph',
+      'controller_host': 'h:3'}, False),
+    ({'job_name': 'controller', 'graph_mode': 'in_graph', 'controller_host': 'h:3'}, True),
+])
+def test_the_chief_or_in_graph_client_writes_the_train_dir(cluster, writes):
+    if cluster:
+        cluster = dict(cluster, ps_hosts=('h:1',), worker_hosts=('h:2', 'h:4'))
+    assert config_lib.writes_train_dir(config_lib.ClusterConfig(**cluster)) is writes

@@ -24,12 +24,10 @@ from tfhp import step
 from tfhp import timing
 from tfhp import topology as topology_lib
 from tfhp import tower
-from tfhp.data import check as data_check
+from tfhp.data import errors as data_errors
 from tfhp.data import info as data_info
 from tfhp.models import registry
 from tfhp.ops import record_input
-from tfhp.ops import scopes
-from tfhp.pipelines import example_format
 from tfhp.pipelines import input_only
 from tfhp.pipelines import preprocessing
 from tfhp.profiling import capture
@@ -85,26 +83,6 @@ def _make_pipeline(cfg, batch_size, image_size, topology, num_classes, data_name
             shift_ratio=shift_ratio, data_name=data_name)
     except record_input.InputFilesError as e:
         raise config_lib.ConfigError('--data_dir: %s' % e) from None
-
-
-def _name_corrupt_input(cfg, error):
-    """Raises a ConfigError naming the corrupt record behind an input op's failure.
-
-    The graph cannot tell which file a failing record came from, so the subset is scanned
-    (`tfhp.data.check`) up to its first problem. Does nothing when the failing op is not an
-    input op or the scan finds nothing.
-    """
-    failed_op = getattr(error, 'op', None)
-    if (not cfg.data.data_dir or failed_op is None or
-            not {scopes.INPUT, scopes.PREPROCESS} & set(failed_op.name.split('/'))):
-        return
-    subset = 'validation' if cfg.run.eval else 'train'
-    files = record_input.list_files(example_format.shard_pattern(cfg.data.data_dir, subset))
-    info = data_set(cfg)
-    problem = data_check.first_problem(files, info.num_classes, info.image_format)
-    if problem:
-        raise config_lib.ConfigError('--data_dir: %s (--skip_corrupt_records skips and counts '
-                                     'such records)' % data_check.describe(problem)) from error
 
 
 def _format_interval(step_index, durations, values, images_per_step, interval):
@@ -226,13 +204,19 @@ def run(cfg, log=print, topology=None, target=''):
     Returns:
       The result dict (the JSON line appended to cfg.run.result_file, if set).
     Raises:
-      tfhp.config.ConfigError: the configuration cannot work on this machine, or a record of
-        --data_dir is corrupt (the message names its file and index).
+      tfhp.config.ConfigError: the configuration cannot work on this machine, an output path
+        cannot be written, or a record of --data_dir is corrupt (the message names its file
+        and index).
     """
+    # Before any work: an unwritable --train_dir would otherwise fail at the final save.
+    config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
     try:
         return _run_local(cfg, log, topology, target)
-    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
-        _name_corrupt_input(cfg, e)
+    except tf.errors.OpError as e:
+        corrupt = data_errors.describe_corrupt_input(
+            cfg.data, e, 'validation' if cfg.run.eval else 'train', data_set(cfg))
+        if corrupt:
+            raise config_lib.ConfigError(corrupt) from e
         raise
 
 

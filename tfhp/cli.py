@@ -211,6 +211,7 @@ def main(argv):
         return 2
     try:
         cfg = config_from_flags(FLAGS, os.environ.get('TF_CONFIG', ''))
+        config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
@@ -219,7 +220,7 @@ def main(argv):
         # Before TensorFlow starts any thread: they must inherit the blocked stop signals.
         from tfhp.cluster import signals  # pylint: disable=g-import-not-at-top
         stop = signals.StopSignals().install()
-    # TensorFlow is imported only once the flags are known to be valid.
+    # TensorFlow is imported only once the flags and output paths are known to be valid.
     from tfhp import compat  # pylint: disable=g-import-not-at-top
     compat.enable_graph_mode()
     try:

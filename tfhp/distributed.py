@@ -45,6 +45,7 @@ from tfhp.cluster import servers
 from tfhp.cluster import sessions
 from tfhp.cluster import signals
 from tfhp.cluster import watchdog
+from tfhp.data import errors as data_errors
 from tfhp.replication import collective_allreduce
 
 # Variable updates whose synchronous steps end at a global step shared by every worker.
@@ -370,7 +371,14 @@ def _run_worker(cfg, log, stop, fail):
         control.StopRequester(task.server.target, coordinator_device,
                               cluster.peer_timeout_s).request(signum)
     stop.on_stop(on_stop)
-    loop = _train_loop(sess, graph, cfg, by_global_step, stop, dog, log)
+    try:
+        loop = _train_loop(sess, graph, cfg, by_global_step, stop, dog, log)
+    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
+        corrupt = data_errors.describe_corrupt_input(cfg.data, e, 'train',
+                                                     benchmark.data_set(cfg))
+        if corrupt:
+            dog.fail(corrupt, watchdog.EXIT_MISMATCH)
+        raise
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
     dog.phase('reading the final figures', cluster.peer_timeout_s)
     final = sess.run(graph.final, options=timeout)

@@ -16,8 +16,10 @@ import time
 import pytest
 
 from tests.cluster import jobs
+from tests.pipelines import shapes
 from tfhp import distributed
 from tfhp import launch
+from tfhp.data import info as info_lib
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 PEER_S, STEP_S = 5, 10
@@ -203,3 +205,20 @@ def test_a_repeated_task_index_is_refused_naming_the_address(hand_started):
     assert twin.returncode == 2, twin.stderr[-2000:]
     assert 'ps task 0 cannot listen on %s' % job.address(('ps', 0)) in twin.stderr
     assert 'same --task_index' in twin.stderr
+
+
+@pytest.mark.parametrize('use_datasets', [False, True])
+def test_a_worker_names_the_corrupt_record_it_failed_on(hand_started, tmp_path, use_datasets):
+    data_dir = tmp_path / 'data'
+    data_dir.mkdir()
+    shapes.make_corrupt(str(data_dir), subset='train')
+    info_lib.write(str(data_dir), info_lib.DataSetInfo('corrupt', 4, {'train': 11}))
+    job = hand_started(1, 1, '--data_dir=%s' % data_dir, '--image_size=16', '--batch_size=11',
+                       '--use_datasets=%s' % str(use_datasets).lower(), *LONG).start_all()
+    ended = job.wait(list(job.commands), STEP_S + 2 * PEER_S + 30)
+    worker = job.log(('worker', 0))
+    assert ended[('worker', 0)][0] == 2, worker[-2000:]
+    assert '--data_dir: %s/train-00000-of-00001 record 2: not a tf.train.Example' % data_dir in (
+        worker)
+    assert 'Traceback' not in worker
+    assert ended[('ps', 0)][0] is not None

@@ -133,6 +133,20 @@ def test_checker_names_file_and_index_of_each_corrupt_record(tmp_path):
     assert reasons[3].startswith('the JPEG does not decode')
     assert reasons[4].startswith('corrupt TFRecord framing')
     assert check.first_problem([str(path)], 5) == problems[0]
+    # Framing alone: the content problems of the first file are not looked for.
+    assert check.first_problem([str(path), str(framing)], 5, framing_only=True) == problems[4]
+    assert [check.is_framing(p) for p in problems] == [False] * 4 + [True]
+
+
+def test_checker_names_a_file_cut_inside_a_header_which_readers_take_for_its_end(tmp_path):
+    path = tmp_path / 'train-00000-of-00001'
+    _write_records(path, [b'a' * 10, b'b' * 10])
+    path.write_bytes(path.read_bytes()[:26 + 5])  # the second record's header cut after 5 bytes
+    assert len(list(tf.io.tf_record_iterator(str(path)))) == 1  # no error from the reader
+    count, problems = check.scan([str(path)], num_classes=5, framing_only=True)
+    assert count == 1
+    assert problems == [check.Problem(str(path), 1, 'corrupt TFRecord framing (cut short: 5 '
+                                      'byte(s) after the last complete record)')]
 
 
 def test_digits_converter_writes_upscaled_real_digits(tmp_path):

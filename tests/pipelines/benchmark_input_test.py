@@ -52,11 +52,45 @@ def _corrupt_dir(tmp_path):
     return str(tmp_path)
 
 
-def test_a_corrupt_record_is_named_by_file_and_index(tmp_path):
-    cfg = testing.replace(_config(_corrupt_dir(tmp_path)), 'model', batch_size=11)
-    with pytest.raises(config_lib.ConfigError,
-                       match=r'train-00000-of-00001 record 2: not a tf.train.Example'):
+@pytest.mark.parametrize('use_datasets', [False, True])
+def test_a_corrupt_record_is_named_by_file_and_index(tmp_path, use_datasets):
+    cfg = testing.replace(_config(_corrupt_dir(tmp_path), use_datasets=use_datasets), 'model',
+                          batch_size=11)
+    with pytest.raises(config_lib.ConfigError) as raised:
         benchmark.run(cfg, log=lambda _: None)
+    assert str(raised.value) == (
+        '--data_dir: %s/train-00000-of-00001 record 2: not a tf.train.Example '
+        '(--skip_corrupt_records skips and counts such records)' % tmp_path)
+
+
+def _cut_short_dir(tmp_path, cut):
+    """Shards cut short (`shapes.make_cut_short`), with their data-set info."""
+    shapes.make_cut_short(str(tmp_path), cut)
+    info_lib.write(str(tmp_path), info_lib.DataSetInfo('cut', 4, {'train': 4}))
+    return str(tmp_path)
+
+
+def test_a_cut_short_shard_is_skipped_and_counted_on_tf_data(tmp_path):
+    cfg = _config(_cut_short_dir(tmp_path, 'partial'), use_datasets=True,
+                  skip_corrupt_records=True)
+    result = benchmark.run(testing.replace(cfg, 'model', batch_size=4), log=lambda _: None)
+    assert result['global_step'] == 4
+    # 5 batches (the run's 4 steps and the final loss), each one epoch: the 4 whole records,
+    # and the partial shard counted once, before or after the batch's last record.
+    assert result['skipped_records'] in (4, 5)
+
+
+@pytest.mark.parametrize('cut, message', [
+    ('data', 'train-00000-of-00001 is cut short: its 4 complete record\\(s\\) end at byte '),
+    ('partial', 'train-00001-of-00002: not a TFRecord file, or cut short before its first '
+                'record ends'),
+])
+def test_a_cut_short_shard_is_refused_on_recordinput_without_the_skip_flag_hint(tmp_path, cut,
+                                                                               message):
+    cfg = _config(_cut_short_dir(tmp_path, cut), skip_corrupt_records=True)
+    with pytest.raises(config_lib.ConfigError, match='^--data_dir: .*' + message) as raised:
+        benchmark.run(cfg, log=lambda _: None)
+    assert '--skip_corrupt_records' not in str(raised.value)
 
 
 def test_corrupt_records_can_be_skipped_and_counted(tmp_path):

@@ -119,3 +119,36 @@ def test_an_all_corrupt_data_set_fails_instead_of_searching_forever(tmp_path):
             with pytest.raises(tf.errors.InvalidArgumentError,
                                match='skipped 1000 corrupt records in a row'):
                 sess.run(inputs.batches[0])
+
+
+@pytest.mark.parametrize('cut, skipped_after_3_batches', [
+    # One shard: 4 whole records, then its cut 5th; the count reaches each batch one epoch on.
+    ('data', 2), ('header', 2),
+    # A whole shard and a partial one, interleaved: the partial one counts in every batch.
+    ('partial', 3),
+])
+def test_a_cut_short_file_is_read_to_its_cut_then_counted_as_skipped(tmp_path, cut,
+                                                                     skipped_after_3_batches):
+    pattern = shapes.make_cut_short(str(tmp_path), cut)
+    with tf.Graph().as_default():
+        inputs = datasets.DatasetPipeline(pattern, 4, 12, 4, train=False, staged=False,
+                                          skip_corrupt=True).tower_batches(
+                                              topology_lib.Topology.local('cpu', 1))
+        skipped = preprocessing.skipped_records()
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            labels = [sorted(sess.run(inputs.batches[0])[1]) for _ in range(3)]
+            assert sess.run(skipped) == skipped_after_3_batches
+    assert labels == [[0, 1, 2, 3]] * 3  # each batch: the 4 whole records of one epoch
+
+
+def test_a_cut_short_file_fails_the_step_unless_skipped(tmp_path):
+    pattern = shapes.make_cut_short(str(tmp_path), 'data')
+    with tf.Graph().as_default():
+        inputs = datasets.DatasetPipeline(pattern, 4, 12, 4, train=False,
+                                          staged=False).tower_batches(
+                                              topology_lib.Topology.local('cpu', 1))
+        with tf.Session() as sess:
+            sess.run(inputs.batches[0])  # the 4 whole records
+            with pytest.raises(tf.errors.DataLossError, match='truncated record'):
+                sess.run(inputs.batches[0])

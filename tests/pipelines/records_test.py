@@ -152,3 +152,15 @@ def test_a_batch_of_only_corrupt_records_fails_when_skipping(tmp_path):
             with pytest.raises(tf.errors.InvalidArgumentError,
                                match='every record of a batch was corrupt'):
                 sess.run(inputs.batches)
+
+
+@pytest.mark.parametrize('cut', ['data', 'header'])
+def test_a_cut_short_file_is_refused_when_skipping(tmp_path, cut):
+    # RecordInput cannot skip the rest of a cut-short file (tests/ops/record_input_test.py),
+    # so a pipeline promising to skip corrupt records refuses it before building anything.
+    pattern = shapes.make_cut_short(str(tmp_path), cut)
+    with pytest.raises(record_input.InputFilesError,
+                       match=r'train-00000-of-00001 is cut short: its 4 complete record\(s\) '
+                             r'end at byte \d+ of \d+; RecordInput cannot skip the rest'):
+        records.RecordsPipeline(pattern, 4, 12, 4, skip_corrupt=True)
+    records.RecordsPipeline(pattern, 4, 12, 4)  # not walked when not skipping

@@ -42,6 +42,7 @@ def test_run_steps_calls_observers_and_traces_one_extra_step():
 
 
 def test_traced_step_is_extra_and_untimed(tmp_path):
+    (tmp_path / 'trace').mkdir()  # an output's directory must exist (tfhp.config.paths)
     trace = str(tmp_path / 'trace' / 'step.json')
     lines = []
     cfg = testing.small_config(num_batches=3, profile={'trace_file': trace, 'trace_step': 2})

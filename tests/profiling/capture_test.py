@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.profiling import conftest
+from tfhp.config import paths
 from tfhp.profiling import capture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -72,3 +73,7 @@ def test_trace_command_prints_the_report_and_json(tmp_path, metadata):
     missing = _trace_command(str(tmp_path / 'missing.json'))
     assert missing.returncode == 2
     assert 'missing.json' in missing.stderr and 'Traceback' not in missing.stderr
+
+
+def test_output_path_check_knows_the_run_metadata_file():
+    assert paths.RUN_METADATA_SUFFIX == capture.RUN_METADATA_SUFFIX

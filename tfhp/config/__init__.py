@@ -16,6 +16,7 @@ this build run NCHW) live in `tfhp.devices`.
   cluster.py      ClusterConfig (jobs, graph mode, sync, stragglers) and check_address
   profile.py      ProfileConfig (step trace, summaries)
   data.py         DataConfig (data directory, RecordInput or tf.data settings)
+  paths.py        check_output_paths: --train_dir, --result_file, --trace_file writable
   staleness.py    StalenessConfig (measuring stale gradients, and remedies)
   benchmark.py    BenchmarkConfig, and the checks that span sections
 
@@ -29,6 +30,7 @@ from tfhp.config import device
 from tfhp.config import errors
 from tfhp.config import model
 from tfhp.config import optimizer
+from tfhp.config import paths
 from tfhp.config import profile
 from tfhp.config import replication
 from tfhp.config import run
@@ -64,6 +66,9 @@ ProfileConfig = profile.ProfileConfig
 
 IMAGE_DTYPES = data.IMAGE_DTYPES
 DataConfig = data.DataConfig
+
+check_output_paths = paths.check_output_paths
+writes_train_dir = paths.writes_train_dir
 
 StalenessConfig = staleness.StalenessConfig
 

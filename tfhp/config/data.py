@@ -31,7 +31,9 @@ class DataConfig:
       distort_color: random colour distortion of training images.
       staged_input: software-pipeline input and compute (staging areas, warm-up); false runs
         read, preprocess and compute one after another each step.
-      skip_corrupt_records: skip and count records that fail to parse or decode.
+      skip_corrupt_records: skip and count records that fail to parse or decode; the tf.data
+        pipeline also skips the rest of a file whose framing breaks (counted as one record),
+        the RecordInput one refuses a file cut short before building.
       input_only: time the input pipeline alone (no model).
       image_dtype: dtype of the images the pipeline stages onto the devices (16-bit halves the
         bytes staged and copied); the model casts them to float32.

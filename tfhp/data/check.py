@@ -3,9 +3,10 @@
 Checks, in the order the pipelines meet them: the TFRecord framing (length and checksums), that
 the record is a `tf.train.Example`, that it has image bytes of the data set's format (JPEG, or
 PNG for CIFAR-10) under `image/encoded` and an integer label in [0, num_classes), and that the
-image decodes. A framing error ends the scan of its file
-(the reader cannot find the next record). The training graph cannot say which file a failing
-record came from; `tfhp.benchmark` runs this scan when a step fails on input.
+image decodes. A framing error ends the scan of its file (the reader cannot find the next
+record); so does a file cut inside a record's header, which every reader takes silently for the
+file's end, and which this scan reports. The training graph cannot say which file a failing
+record came from; `tfhp.data.errors` runs this scan when a step fails on input.
 """
 import collections
 
@@ -13,9 +14,13 @@ import tensorflow.compat.v1 as tf
 from google.protobuf import message
 
 from tfhp.data import codec as codec_lib
+from tfhp.ops import record_input
 from tfhp.pipelines import example_format
 
 Problem = collections.namedtuple('Problem', ['path', 'index', 'reason'])
+# How the reason of every framing problem begins (a pipeline skips such a record differently,
+# or not at all; see `is_framing`).
+FRAMING = 'corrupt TFRecord framing'
 
 
 # How to recognise each image format's bytes.
@@ -46,7 +51,7 @@ def _example_problem(record, num_classes, codec, image_format):
     return None
 
 
-def scan(files, num_classes, max_problems=None, image_format='JPEG'):
+def scan(files, num_classes, max_problems=None, image_format='JPEG', framing_only=False):
     """Reads every record of `files` and reports the first `max_problems` problems.
 
     Args:
@@ -54,6 +59,8 @@ def scan(files, num_classes, max_problems=None, image_format='JPEG'):
       num_classes: labels must lie in [0, num_classes).
       max_problems: stop after this many problems (None: read everything).
       image_format: 'JPEG' or 'PNG', the data set's (`DataSetInfo.image_format`).
+      framing_only: check the TFRecord framing alone, not what the records hold (much faster:
+        no image is decoded).
     Returns:
       (records_read, [Problem(path, index, reason)]).
     Raises:
@@ -65,28 +72,39 @@ def scan(files, num_classes, max_problems=None, image_format='JPEG'):
     problems, count = [], 0
     with codec_lib.JpegCodec() as codec:
         for path in files:
-            index = 0
+            index = read = 0
             try:
                 for record in tf.io.tf_record_iterator(path):
-                    reason = _example_problem(record, num_classes, codec, image_format)
+                    reason = None if framing_only else _example_problem(
+                        record, num_classes, codec, image_format)
                     if reason:
                         problems.append(Problem(path, index, reason))
                     index += 1
+                    read += len(record) + record_input.RECORD_OVERHEAD
                     if max_problems is not None and len(problems) >= max_problems:
                         return count + index, problems
+                size = tf.io.gfile.stat(path).length
+                if read != size:
+                    problems.append(Problem(path, index, '%s (cut short: %d byte(s) after the '
+                                            'last complete record)' % (FRAMING, size - read)))
             except tf.errors.DataLossError as e:
-                problems.append(Problem(path, index, 'corrupt TFRecord framing (%s)'
-                                        % e.message))
+                problems.append(Problem(path, index, '%s (%s)' % (FRAMING, e.message)))
             count += index
             if max_problems is not None and len(problems) >= max_problems:
                 break
     return count, problems
 
 
-def first_problem(files, num_classes, image_format='JPEG'):
-    """The first Problem in `files`, or None."""
-    _, problems = scan(files, num_classes, max_problems=1, image_format=image_format)
+def first_problem(files, num_classes, image_format='JPEG', framing_only=False):
+    """The first Problem in `files` (of framing only, with `framing_only`), or None."""
+    _, problems = scan(files, num_classes, max_problems=1, image_format=image_format,
+                       framing_only=framing_only)
     return problems[0] if problems else None
+
+
+def is_framing(problem):
+    """Whether `problem` is in the TFRecord framing (no reader can go past it in its file)."""
+    return problem.reason.startswith(FRAMING)
 
 
 def describe(problem):

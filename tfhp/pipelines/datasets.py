@@ -17,8 +17,9 @@ order is the files' order and records are not shuffled.
 Skipping corrupt records (`skip_corrupt=True`): an element whose preprocessing fails is
 dropped, and a running count travels with the elements to the step, which stores it in a
 local variable of the `preprocessing.SKIPPED_RECORDS` collection; MAX_CORRUPT_IN_A_ROW corrupt
-records in a row fail the step rather than search forever. Broken TFRecord framing is not
-skipped.
+records in a row fail the step rather than search forever. Broken TFRecord framing (a file cut
+short, a checksum that does not match) ends that file's records: the rest of the file counts as
+one skipped record (no reader can find the records after the break).
 """
 import tensorflow.compat.v1 as tf
 
@@ -56,7 +57,7 @@ class DatasetPipeline(base.Pipeline):
                  num_private_threads=0, prefetch_buffer_size=1,
                  shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, seed=301, staged=True,
                  skip_corrupt=False, data_name=None):
-        self.files = record_input.list_files(file_pattern)
+        self.files = record_input.list_files(file_pattern, keep_broken=skip_corrupt)
         self._pattern = file_pattern
         self._batch_size = batch_size
         self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
@@ -71,10 +72,22 @@ class DatasetPipeline(base.Pipeline):
         self._skip_corrupt = skip_corrupt
 
     def records(self):
-        """The serialized records, epoch after epoch (shuffled when training)."""
-        files = tf.data.Dataset.list_files(self._pattern, shuffle=self._train, seed=self._seed)
+        """The serialized records, epoch after epoch (shuffled when training).
+
+        When skipping corrupt records, (record, framed) pairs instead: see `_framed_records`.
+        """
+        if self._skip_corrupt:
+            sizes = [tf.io.gfile.stat(path).length for path in self.files]
+            files = tf.data.Dataset.from_tensor_slices((self.files, tf.constant(sizes, tf.int64)))
+            read = _framed_records
+        else:
+            files = tf.data.Dataset.from_tensor_slices(self.files)
+            read = tf.data.TFRecordDataset
+        if self._train:
+            # As Dataset.list_files(shuffle=True) does: the sorted names, reshuffled each epoch.
+            files = files.shuffle(len(self.files), seed=self._seed)
         records = files.interleave(
-            tf.data.TFRecordDataset, cycle_length=min(len(self.files), INTERLEAVE_CYCLE_LENGTH),
+            read, cycle_length=min(len(self.files), INTERLEAVE_CYCLE_LENGTH),
             num_parallel_calls=AUTOTUNE, deterministic=not self._train)
         if self._train:
             records = records.shuffle(self._shuffle_buffer_size, seed=self._seed)
@@ -86,9 +99,10 @@ class DatasetPipeline(base.Pipeline):
         examples = self.records()
         parallel = AUTOTUNE if self._staged else None
         if self._skip_corrupt:
-            examples = examples.map(
-                lambda r: preprocessing.with_validity(self._example_fn, r),
-                num_parallel_calls=parallel)
+            def validated(record, framed):
+                example, valid = preprocessing.with_validity(self._example_fn, record)
+                return example, tf.logical_and(valid, framed)
+            examples = examples.map(validated, num_parallel_calls=parallel)
             examples = examples.scan((tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
                                      _count_invalid)
             examples = examples.filter(lambda example, valid, skipped: valid)
@@ -145,6 +159,30 @@ class DatasetPipeline(base.Pipeline):
         chain = self.chain(topology)
         return base.InputBatches(batches=[tuple(b) for b in chain.outputs],
                                  put_ops=chain.put_ops, warmup_ops=chain.warmup_ops)
+
+
+def _framed_records(filename, size):
+    """One file's records as (record, True) pairs, then (b'', False) if its framing broke.
+
+    The reader stops at a record it cannot frame: with DataLossError where the data or a
+    checksum is cut or wrong (dropped by ignore_errors, which ends the file there: measured,
+    TF 2.21), silently where a header is cut. Either way the records read span fewer than the
+    file's `size` bytes, and the one (b'', False) element stands for the rest of the file.
+    """
+    records = tf.data.TFRecordDataset(filename).ignore_errors()
+    end = tf.data.Dataset.from_tensors((tf.constant(b''), tf.constant(False)))
+    marked = records.map(lambda record: (record, tf.constant(True))).concatenate(end)
+
+    def count_bytes(read, element):
+        record, is_record = element
+        on_disk = tf.cast(tf.strings.length(record), tf.int64) + record_input.RECORD_OVERHEAD
+        read += tf.cast(is_record, tf.int64) * on_disk
+        return read, (record, is_record, read)
+
+    counted = marked.scan(tf.constant(0, tf.int64), count_bytes)
+    counted = counted.filter(
+        lambda record, is_record, read: tf.logical_or(is_record, read < size))
+    return counted.map(lambda record, is_record, read: (record, is_record))
 
 
 def _count_invalid(state, element):

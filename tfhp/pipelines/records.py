@@ -16,7 +16,9 @@ Corrupt records (not an Example, bytes that are not a JPEG, a label out of range
 by default. With `skip_corrupt=True` each is counted in a local variable of the
 `preprocessing.SKIPPED_RECORDS` collection and its slot in the batch is filled by another valid
 record of the same tower batch, so batches keep their size. A record whose TFRecord framing is
-broken cannot be skipped: RecordInput itself fails (`tfhp.data.check` names the file).
+broken cannot be skipped: RecordInput itself fails, for good (`tfhp.data.check` names the file).
+So when skipping, a file cut short is refused when the pipeline is made
+(`record_input.check_whole`); a checksum error inside a file still fails the step.
 """
 import tensorflow.compat.v1 as tf
 
@@ -60,7 +62,8 @@ class RecordsPipeline(base.Pipeline):
       data_name: the data set's name; 'cifar10' selects the CIFAR-10 preprocessing
         (`preprocessing.example_fn`).
     Raises:
-      record_input.InputFilesError: the pattern cannot feed a reader (checked at once).
+      record_input.InputFilesError: the pattern cannot feed a reader, or (skip_corrupt) a file
+        is cut short (checked at once).
     """
 
     def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
@@ -68,6 +71,10 @@ class RecordsPipeline(base.Pipeline):
                  parallelism=16, buffer_size=10000, shift_ratio=0.0, seed=301, staged=True,
                  skip_corrupt=False, data_name=None):
         self.files = record_input.list_files(file_pattern)
+        if skip_corrupt:
+            # A cut-short file would fail every step once a reader reaches it: refuse it now
+            # rather than promise a skip that cannot happen.
+            record_input.check_whole(self.files)
         self._pattern = file_pattern
         self._batch_size = batch_size
         self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
