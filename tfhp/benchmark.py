@@ -15,6 +15,7 @@ import tensorflow.compat.v1 as tf
 import tfhp
 from tfhp import async_runner
 from tfhp import config as config_lib
+from tfhp import counts
 from tfhp import devices
 from tfhp import optimizers
 from tfhp import pipelines
@@ -32,7 +33,6 @@ from tfhp.pipelines import input_only
 from tfhp.pipelines import preprocessing
 from tfhp.profiling import capture
 from tfhp.profiling import summaries
-from tfhp.replication import staleness
 
 
 def _resolve(cfg, data_name):
@@ -138,8 +138,11 @@ def build(cfg, topology=None, finalize=True):
                                   info.name)
         manager = replication.make_variable_manager(cfg.replication, topology, cfg.cluster,
                                                     cfg.staleness)
+        delay_s = (cfg.cluster.straggler_delay_s(topology.task_index, 'compute')
+                   if topology.graph_mode == 'between_graph' else 0.0)
         model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
-                                       cfg.model.fuse_batchnorm, is_training=not cfg.run.eval)
+                                       cfg.model.fuse_batchnorm, is_training=not cfg.run.eval,
+                                       delay_s=delay_s, delay_device=topology.input_device)
         summary_op = replica_train_ops = None
         in_graph_async = topology.graph_mode != 'between_graph' and (
             not cfg.cluster.cross_replica_sync)
@@ -251,9 +254,9 @@ def _run_local(cfg, log, topology, target):
         # Counts the manager keeps (gradient staleness); its tensors exist already.
         counters = built.manager.counters()
         if counters:
-            extra.update({name: int(v) for name, v in sess.run(counters).items()})
-        if staleness.COUNT in extra:
-            extra.update(staleness.summary(extra))
+            extra.update(counts.values(sess.run(counters)))
+        if counts.COUNT in extra:
+            extra.update(counts.summary(extra))
             log('gradient staleness: mean %.2f, max %d over %d updates; %d dropped' % tuple(
                 extra[k] for k in ('staleness_mean', 'staleness_max', 'staleness_count',
                                    'stale_gradients_dropped')))

@@ -107,9 +107,12 @@ flags.DEFINE_integer('replicas_to_aggregate', None, 'Gradients per synchronous s
                      'than the workers leaves spare replicas. Default: every worker.')
 flags.DEFINE_integer('total_num_replicas', None, 'Workers in synchronous steps (default and '
                      'only allowed value: every worker).')
-flags.DEFINE_list('straggler_workers', [], 'Worker indices that sleep --straggler_delay_ms '
-                  'before every step (experiments).')
+flags.DEFINE_list('straggler_workers', [], 'Worker indices slowed by --straggler_delay_ms '
+                  'every step (experiments).')
 flags.DEFINE_float('straggler_delay_ms', 0.0, 'Injected delay per step on --straggler_workers.')
+flags.DEFINE_enum('straggler_mode', 'compute', config_lib.STRAGGLER_MODES, 'compute: a delay op '
+                  'inside the step, after the variables are read; before_step: a sleep before '
+                  'the step.')
 flags.DEFINE_float('peer_timeout_s', 60.0, 'Bound on waiting for a peer task or the chief\'s '
                    'initialisation.')
 flags.DEFINE_float('step_timeout_s', 600.0, 'Bound on one distributed step.')

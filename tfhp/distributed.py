@@ -34,6 +34,8 @@ import time
 import tensorflow.compat.v1 as tf
 
 from tfhp import benchmark
+from tfhp import config as config_lib
+from tfhp import counts
 from tfhp import session as session_lib
 from tfhp import timing
 from tfhp import topology as topology_lib
@@ -52,12 +54,15 @@ from tfhp.replication import collective_allreduce
 _SYNC_BY_GLOBAL_STEP = ('parameter_server', 'distributed_replicated', 'collective_all_reduce')
 # The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
 _CONTROL_GROUP_KEY = collective_allreduce.GROUP_KEY + 1
+# Bound on a failing worker's telling the serving tasks (it ends the task right after).
+_LAST_WORDS_S = 5.0
 # Errors of a run that mean a peer went away (or the run was cancelled because one did).
 _PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError)
 
 
 class _DelayHook(tf.train.SessionRunHook):
-    """Sleeps before every step: straggler injection for experiments."""
+    """Sleeps before every step: --straggler_mode=before_step (the compute mode's delay is an
+    op inside the step, `tower.delayed`)."""
 
     def __init__(self, delay_s):
         self._delay_s = delay_s
@@ -207,7 +212,7 @@ def _serve(cfg, log, stop, fail):
     log('%s serving until %d task(s) are done' % (task.me, len(senders)))
     lost = servers.serve_until_done(task.server, cluster, state, task.watch, senders, log)
     if lost:
-        raise errors.PeerLost('%s: lost %s without their signalling done'
+        raise errors.PeerLost('%s: %s failed or was lost before signalling done'
                                % (task.me, ', '.join(str(p) for p in lost)))
     log('%s: every task is done; exiting' % task.me)
     result = {'job_name': cluster.job_name, 'task_index': cluster.task_index, 'served': True}
@@ -322,8 +327,24 @@ def _run_worker(cfg, log, stop, fail):
     proto = _server_proto(cfg, collective)
     task, _ = _start(cfg, proto, agreement.settings(cfg), essential, fail)
     dog = task.dog
-    servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
-                           cluster.peer_timeout_s)
+    # A failing worker tells the serving tasks, so they do not wait for it to the bound.
+    dog.last_words(lambda: servers.signal_done(task.server.target, cluster,
+                                               _serving_tasks(cluster), index, failed=True),
+                   min(cluster.peer_timeout_s, _LAST_WORDS_S))
+    try:
+        servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
+                               cluster.peer_timeout_s)
+        return _train_worker(cfg, log, stop, task, proto, collective, by_global_step)
+    except config_lib.ConfigError as e:
+        # A setting at fault (a peer that never answered, the chief that never initialised,
+        # a corrupt record): ended through the watchdog, so the serving tasks hear of it.
+        dog.fail(str(e), watchdog.EXIT_MISMATCH)
+        raise
+
+
+def _train_worker(cfg, log, stop, task, proto, collective, by_global_step):
+    """The worker's graph, session and steps, once its essential peers answer."""
+    cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
     topology = topology_lib.Topology.between_graph(cluster.jobs(), index, cfg.device.device,
                                                    cfg.device.num_devices)
     coordinator_device = liveness.cpu_device(*_control_task(cluster))
@@ -340,13 +361,14 @@ def _run_worker(cfg, log, stop, fail):
     if collective:
         # After the broadcast hook: every worker starts from the chief's global step.
         hooks.append(_RunOnceHook(graph.end_after[warm_and_timed]))
-    if index in cluster.straggler_workers and cluster.straggler_delay_ms:
-        hooks.append(_DelayHook(cluster.straggler_delay_ms / 1000.0))
+    if cluster.straggler_delay_s(index, 'before_step'):
+        hooks.append(_DelayHook(cluster.straggler_delay_s(index, 'before_step')))
     if topology.is_chief:
         hooks += _chief_hooks(cfg, built)
     filters = ['/job:worker'] if collective else ['/job:ps', '/job:worker/task:%d' % index]
     log('worker %d: %s, %d tower(s), batch %d per tower, %d trainable parameters'
-        % (index, update, topology.num_towers, built.batch_size, built.num_params))
+        % (index, cfg.replication.variable_update, topology.num_towers, built.batch_size,
+           built.num_params))
     chief = 'chief worker 0 at %s' % cluster.worker_hosts[0]
     dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
               2 * cluster.peer_timeout_s)
@@ -377,7 +399,7 @@ def _run_worker(cfg, log, stop, fail):
         corrupt = data_errors.describe_corrupt_input(cfg.data, e, 'train',
                                                      benchmark.data_set(cfg))
         if corrupt:
-            dog.fail(corrupt, watchdog.EXIT_MISMATCH)
+            raise config_lib.ConfigError(corrupt) from e
         raise
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
     dog.phase('reading the final figures', cluster.peer_timeout_s)
@@ -389,7 +411,8 @@ def _run_worker(cfg, log, stop, fail):
     dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
     servers.signal_done(task.server.target, cluster, _serving_tasks(cluster), index)
     dog.phase('writing the result', None)
-    extra = {name: int(value) for name, value in final['counters'].items()}
+    extra = timed_counts(counts.values(final['counters']),
+                         loop['warmup_counters'])
     extra.update(final_loss=float(final['loss']), variables_checksum=float(final['checksum']),
                  variable_bytes_by_device=graph.placement, session_start_time=session_start,
                  session_ready_time=ready_time)
@@ -489,6 +512,9 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
         one_step('warm-up step %d' % (warm + 1))
         warm += 1
         first_step_time = first_step_time or time.time()
+    # The manager's counts so far, so that the result splits them into warm-up and timed.
+    warm_counters = counts.values(
+        sess.run(graph.final['counters'], options=timeout))
     durations, end_times, steps = [], [], []
     warm_step = step
     timed_start = time.time()
@@ -508,7 +534,18 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
                 1000.0 * sum(recent) / len(recent), step))
     return {'durations': durations, 'end_times': end_times, 'global_steps': steps,
             'timed_start_time': timed_start, 'first_step_time': first_step_time,
-            'warm_global_step': warm_step, 'start_global_step': start_step}
+            'warm_global_step': warm_step, 'start_global_step': start_step,
+            'warmup_steps': warm, 'warmup_counters': warm_counters}
+
+
+def timed_counts(end, warm):
+    """A worker's counts split into its timed steps' and its warm-up's (`warmup_<name>`), with
+    the staleness figures of its timed updates (`counts.summary`) where it measures them."""
+    timed = counts.difference(end, warm)
+    split = dict(timed, **{'warmup_' + name: value for name, value in warm.items()
+                           if name != counts.MAX})
+    split.update(counts.summary(timed))
+    return split
 
 
 def _result(cfg, built, loop, extra, log):
@@ -523,7 +560,11 @@ def _result(cfg, built, loop, extra, log):
     result.update({k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
                                         'first_step_time', 'start_global_step')})
     result.update(extra)
-    result['dropped_images'] = result.get('dropped_gradients', 0) * built.images_per_step
+    result.update(warmup_steps=loop['warmup_steps'],
+                  dropped_images=result.get('dropped_gradients', 0) * built.images_per_step,
+                  warmup_dropped_images=(result.get('warmup_dropped_gradients', 0) *
+                                         built.images_per_step),
+                  images=len(durations) * built.images_per_step)
     if durations:
         times = timing.StepTimes(durations, sum(durations), built.images_per_step)
         result.update(times.summary())
@@ -531,10 +572,11 @@ def _result(cfg, built, loop, extra, log):
         result['global_steps_per_sec'] = (
             (loop['global_steps'][-1] - loop['warm_global_step']) / span if span > 0 else 0.0)
         result['global_step'] = loop['global_steps'][-1]
-        log('worker %d: %d steps, images/sec: %.2f, global steps/sec: %.2f, dropped '
-            'gradients: %d' % (cluster.task_index, times.num_steps, times.images_per_sec,
-                               result['global_steps_per_sec'],
-                               result.get('dropped_gradients', 0)))
+        log('worker %d: %d timed steps, images/sec: %.2f, global steps/sec: %.2f, dropped '
+            'gradients: %d timed, %d in %d warm-up steps'
+            % (cluster.task_index, times.num_steps, times.images_per_sec,
+               result['global_steps_per_sec'], result.get('dropped_gradients', 0),
+               result.get('warmup_dropped_gradients', 0), loop['warmup_steps']))
     else:
         result.update(num_steps=0, images_per_sec=0.0, global_steps_per_sec=0.0,
                       global_step=loop['warm_global_step'])

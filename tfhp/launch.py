@@ -30,7 +30,9 @@ import threading
 import time
 
 from tfhp import config as config_lib
+from tfhp import counts
 from tfhp import timing
+from tfhp.cluster import links
 
 # Slack on the tasks' own bounds for starting and ending a process (importing TensorFlow).
 _MARGIN_S = 10.0
@@ -51,14 +53,21 @@ def free_ports(count):
             s.close()
 
 
-def task_commands(num_ps, num_workers, tfhp_args, result_dir, controller=False):
-    """{(job, index): argv} of every task of a job on free loopback ports.
+def task_names(num_ps, num_workers, controller=False):
+    """(job, index) of every task of a job, ps tasks first."""
+    return ([('ps', i) for i in range(num_ps)] + [('worker', i) for i in range(num_workers)] +
+            ([('controller', 0)] if controller else []))
+
+
+def task_commands(num_ps, num_workers, tfhp_args, result_dir, controller=False, hosts=None):
+    """{(job, index): argv} of every task of a job, on free loopback ports by default.
 
     Args:
       num_ps, num_workers: task counts.
       tfhp_args: tfhp flags every task gets (the benchmark's configuration).
       result_dir: each worker (and the controller) writes its result to <job>_<index>.jsonl here.
       controller: also start a controller task (the in-graph client).
+      hosts: {job: [host:port, ...]} to use instead (an emulated network's addresses).
     Returns:
       An ordered dict-like {(job, index): argv list}; ps tasks first.
     Raises:
@@ -69,18 +78,19 @@ def task_commands(num_ps, num_workers, tfhp_args, result_dir, controller=False):
         if arg.startswith('-') and name in _OWN_FLAGS:
             raise ValueError('--%s is set by the launcher for each task; drop it '
                              '(use the launcher\'s --result_file for the job\'s result)' % name)
-    ports = free_ports(num_ps + num_workers + int(controller))
-    hosts = ['127.0.0.1:%d' % p for p in ports]
-    ps, workers = hosts[:num_ps], hosts[num_ps:num_ps + num_workers]
-    common = ['--worker_hosts=' + ','.join(workers)]
-    if ps:
-        common.append('--ps_hosts=' + ','.join(ps))
+    tasks = task_names(num_ps, num_workers, controller)
+    if hosts is None:
+        ports = iter(free_ports(len(tasks)))
+        hosts = {}
+        for job, _ in tasks:
+            hosts.setdefault(job, []).append('127.0.0.1:%d' % next(ports))
+    common = ['--worker_hosts=' + ','.join(hosts['worker'])]
+    if num_ps:
+        common.append('--ps_hosts=' + ','.join(hosts['ps']))
     if controller:
-        common.append('--controller_host=' + hosts[-1])
-    jobs = [('ps', i) for i in range(num_ps)] + [('worker', i) for i in range(num_workers)]
-    jobs += [('controller', 0)] if controller else []
+        common.append('--controller_host=' + hosts['controller'][0])
     commands = {}
-    for job, index in jobs:
+    for job, index in tasks:
         argv = [sys.executable, '-m', 'tfhp'] + list(tfhp_args) + common + [
             '--job_name=' + job, '--task_index=%d' % index]
         if job != 'ps':
@@ -278,45 +288,78 @@ def _watch(processes, timeout_s, serve_grace_s, keep_going, say, signals):
         time.sleep(0.05)
 
 
+def union_length(intervals):
+    """Total length of the union of (begin, end) intervals."""
+    total, reach = 0.0, None
+    for begin, end in sorted(intervals):
+        if reach is None or begin > reach:
+            total += end - begin
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+# Per-task figures the summary copies from each worker's result when present.
+_TASK_FIELDS = ('num_steps', 'images', 'images_per_sec', 'dropped_gradients', 'dropped_images',
+                'warmup_steps', 'warmup_dropped_gradients', 'warmup_dropped_images',
+                'session_start_time',
+                'session_ready_time', 'variables_checksum', 'variable_bytes_by_device',
+                'global_step', 'stopped_by')
+
+
 def cluster_summary(results, launch_times):
     """The job's figures from the workers' (or the in-graph client's) result dicts.
+
+    Per worker: its timed steps and images, its own images/sec, dropped gradients and images
+    of its timed steps and of its warm-up, and the staleness of its timed updates. For the job:
+      cluster_images_per_sec: every worker's timed images over the union of the workers' timed
+        windows (first timed step's start to last one's end): never above the sum of the
+        workers' own rates (each window is within the union), equal to it for workers timing
+        over the same window;
+      applied_images_per_sec: the images of the gradients applied (timed steps less dropped
+        late or stale gradients) over the same union;
+      worker_images_per_sec: the workers' own rates; staleness over every timed update.
 
     Args:
       results: {(job, index): result dict written by tfhp.distributed or tfhp.benchmark}.
       launch_times: {(job, index): epoch seconds the task was started}.
     Returns:
-      A JSON-ready dict (see the module docstring).
+      A JSON-ready dict.
     """
     tasks = []
     for (job, index), r in sorted(results.items()):
-        entry = {'task': '%s %d' % (job, index), 'images_per_sec': r.get('images_per_sec'),
-                 'num_steps': r.get('num_steps'),
-                 'dropped_gradients': r.get('dropped_gradients', 0),
-                 'dropped_images': r.get('dropped_images', 0)}
-        entry.update({k: r[k] for k in ('session_start_time', 'session_ready_time',
-                                         'variables_checksum', 'variable_bytes_by_device',
-                                         'global_step') if k in r})
+        entry = {'task': '%s %d' % (job, index)}
+        entry.update({k: r[k] for k in _TASK_FIELDS if k in r})
+        entry.update(counts.summary(r))
+        entry.setdefault('dropped_gradients', 0)
+        entry.setdefault('dropped_images', 0)
         if r.get('first_step_time'):
             entry['start_to_first_step_s'] = r['first_step_time'] - launch_times[(job, index)]
         if r.get('session_ready_time'):
             entry['start_to_session_s'] = r['session_ready_time'] - launch_times[(job, index)]
         tasks.append(entry)
-    timed = [r for r in results.values() if r.get('end_times')]
     summary = {'tasks': tasks,
-               'dropped_gradients': sum(t['dropped_gradients'] for t in tasks),
-               'dropped_images': sum(t['dropped_images'] for t in tasks)}
-    if len(timed) > 1:
-        begin = max(r['timed_start_time'] for r in timed)
-        end = min(r['end_times'][-1] for r in timed)
-        if end > begin:
-            images = sum(r['images_per_step'] for r in timed for t in r['end_times']
-                         if begin < t <= end)
-            summary['cluster_images_per_sec'] = images / (end - begin)
-            summary['common_interval_s'] = end - begin
-    if 'cluster_images_per_sec' not in summary:
-        # One result (the in-graph client's) or no common interval: the results' own figures.
+               'worker_images_per_sec': {t['task']: t.get('images_per_sec') for t in tasks}}
+    for name in ('dropped_gradients', 'dropped_images', 'warmup_dropped_gradients',
+                 'warmup_dropped_images', 'stale_gradients_dropped'):
+        summary[name] = sum(t.get(name, 0) for t in tasks)
+    timed = [r for r in results.values() if r.get('end_times')]
+    if timed and all('timed_start_time' in r for r in timed):
+        window = union_length([(r['timed_start_time'], r['end_times'][-1]) for r in timed])
+        images = sum(r['images_per_step'] * len(r['end_times']) for r in timed)
+        applied = sum(r['images_per_step'] * (len(r['end_times']) - r.get('dropped_gradients', 0)
+                                              - r.get('stale_gradients_dropped', 0))
+                      for r in timed)
+        summary.update(timed_window_s=window, timed_images=images,
+                       cluster_images_per_sec=images / window if window > 0 else 0.0,
+                       applied_images_per_sec=applied / window if window > 0 else 0.0)
+    else:
+        # The in-graph client's one result: its own figure.
         summary['cluster_images_per_sec'] = sum(r.get('images_per_sec') or 0.0
                                                 for r in results.values())
+    summary.update(counts.summary(list(results.values())))
     chief = results.get(('worker', 0)) or results.get(('controller', 0)) or {}
     summary['global_steps_per_sec'] = chief.get('global_steps_per_sec')
     summary['global_step'] = chief.get('global_step')
@@ -350,6 +393,11 @@ def _parse(argv):
     parser.add_argument('--timeout_s', type=float, default=600.0, help='bound on the job')
     parser.add_argument('--result_file', default=None,
                         help='append the job\'s JSON result line here')
+    parser.add_argument('--link_bandwidth', default=None,
+                        help='give every task a network namespace and a NIC of this rate, '
+                        'shaped both ways (tc rates: 1gbit, 200mbit; needs root and iproute2)')
+    parser.add_argument('--ps_link_bandwidth', default=None,
+                        help='the ps tasks\' NIC rate (default: --link_bandwidth)')
     if '--' in argv:
         split = argv.index('--')
         own, tfhp_args = argv[:split], argv[split + 1:]
@@ -358,37 +406,93 @@ def _parse(argv):
     args = parser.parse_args(own)
     if args.num_ps < 0 or args.num_workers < 1:
         parser.error('--num_ps must be >= 0 and --num_workers >= 1')
+    if args.ps_link_bandwidth and not args.link_bandwidth:
+        parser.error('--ps_link_bandwidth needs --link_bandwidth')
     return args, tfhp_args
+
+
+def _network(args, tasks):
+    """The emulated network of --link_bandwidth, or None; ValueError names what cannot work."""
+    if not args.link_bandwidth:
+        return None
+    rate = links.parse_rate(args.link_bandwidth)
+    ps_rate = links.parse_rate(args.ps_link_bandwidth) if args.ps_link_bandwidth else rate
+    links.check_available()
+    links.cleanup_stale()  # namespaces of launchers that were killed
+    return links.EmulatedNetwork(tasks, rate, {t: ps_rate for t in tasks if t[0] == 'ps'})
+
+
+def link_report(network, tasks, results):
+    """Per task: its NIC's rate, bytes on its link (each way) per step, and the lower bound on
+    the communication time of a step they set; for the job, the largest bound.
+
+    A worker's steps are its own (warm-up and timed); a ps task's are the job's global steps.
+    The bytes include start-up (variable initialisation, session set-up), so over few steps the
+    per-step figures are high.
+    """
+    chief = results.get(('worker', 0), {})
+    global_steps = chief.get('global_step', 0) - chief.get('start_global_step', 0)
+    report = {}
+    for task in tasks:
+        up, down = network.shaped_bytes(task)
+        result = results.get(task, {})
+        steps = (result.get('warmup_steps', 0) + result.get('num_steps', 0)
+                 if task[0] != 'ps' else global_steps)
+        rate = network.rate_bps(task)
+        entry = {'link_bps': rate, 'bytes_sent': up, 'bytes_received': down, 'steps': steps}
+        if steps:
+            entry.update(bytes_sent_per_step=up / steps, bytes_received_per_step=down / steps,
+                         comm_bound_ms=1000.0 * 8 * max(up, down) / steps / rate)
+        report[_name(task)] = entry
+    bounds = [e['comm_bound_ms'] for e in report.values() if 'comm_bound_ms' in e]
+    return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None}
 
 
 def main(argv=None):
     """Runs the job; returns the exit status (0 ok, 1 a task failed, 2 bad arguments, 128 + N
     stopped by signal N)."""
     args, tfhp_args = _parse(sys.argv[1:] if argv is None else argv)
+    tasks = task_names(args.num_ps, args.num_workers, args.controller)
     result_dir = tempfile.mkdtemp(prefix='tfhp_launch_')
+    network = None
     try:
-        try:
-            commands = task_commands(args.num_ps, args.num_workers, tfhp_args, result_dir,
-                                     controller=args.controller)
-        except ValueError as e:
-            print('tfhp-launch: error: %s' % e, file=sys.stderr)
-            return 2
-        start = time.time()
-        status, launch_times, codes = run_job(commands, timeout_s=args.timeout_s,
-                                              keep_going=args.keep_going,
-                                              bounds=task_bounds(tfhp_args))
-        results = read_results(result_dir, [t for t in commands if t[0] != 'ps'])
+        with links.exit_on_sigterm():
+            try:
+                network = _network(args, tasks)
+                hosts = network and {job: network.hosts(job) for job in {j for j, _ in tasks}}
+                commands = task_commands(args.num_ps, args.num_workers, tfhp_args, result_dir,
+                                         controller=args.controller, hosts=hosts)
+            except ValueError as e:
+                print('tfhp-launch: error: %s' % e, file=sys.stderr)
+                return 2
+            if network:
+                commands = {t: network.command(t, argv) for t, argv in commands.items()}
+            start = time.time()
+            status, launch_times, codes = run_job(commands, timeout_s=args.timeout_s,
+                                                  keep_going=args.keep_going,
+                                                  bounds=task_bounds(tfhp_args))
+            results = read_results(result_dir, [t for t in commands if t[0] != 'ps'])
+            summary = cluster_summary(results, launch_times)
+            if network:
+                summary['links'] = link_report(network, tasks, results)
     finally:
+        if network:
+            network.close()
         shutil.rmtree(result_dir, ignore_errors=True)
-    summary = cluster_summary(results, launch_times)
     summary.update(status=status, wall_time_s=time.time() - start, num_ps=args.num_ps,
                    num_workers=args.num_workers, tfhp_args=tfhp_args,
                    exit_codes={'%s %d' % t: c for t, c in codes.items()})
     for task in summary['tasks']:
         first = task.get('start_to_first_step_s')
         print('[launch] %s: images/sec %.2f, first step %s after launch, dropped gradients %d'
-              % (task['task'], task['images_per_sec'] or 0.0,
+              % (task['task'], task.get('images_per_sec') or 0.0,
                  '%.2f s' % first if first is not None else 'n/a', task['dropped_gradients']))
+    if network:
+        for name, link in summary['links']['tasks'].items():
+            print('[launch] %s link %.0f Mbit/s: %s' % (name, link['link_bps'] / 1e6, (
+                '%.2f MB sent, %.2f MB received per step, >= %.2f ms of a step' % (
+                    link['bytes_sent_per_step'] / 1e6, link['bytes_received_per_step'] / 1e6,
+                    link['comm_bound_ms'])) if link['steps'] else 'no step'))
     print('[launch] cluster images/sec: %.2f  wall time: %.2f s  status: %d'
           % (summary['cluster_images_per_sec'], summary['wall_time_s'], status))
     if args.result_file:

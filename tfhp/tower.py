@@ -1,16 +1,38 @@
 """One tower's forward pass and loss: a registered model, softmax cross entropy, L2 decay."""
+import time
+
+import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tfhp.models import layers
 
 
+def _after_sleep(tensor, delay_s, device):
+    """`tensor`, passed on only after a sleep of delay_s on `device` that starts once it is
+    computed (`make_model_fn`'s straggler delay)."""
+    def sleep(value):
+        time.sleep(delay_s)
+        return np.float32(0.0) * np.float32(value.flat[0])
+
+    with tf.device(device):
+        slept = tf.numpy_function(sleep, [tensor], tf.float32, name='straggler_delay')
+    with tf.control_dependencies([slept]):
+        return tf.identity(tensor)
+
+
 def make_model_fn(model_spec, num_classes, data_format='NHWC', fuse_batchnorm=True,
-                  is_training=True):
+                  is_training=True, delay_s=0.0, delay_device=None):
     """Returns model_fn(images, labels) -> (cross-entropy loss, logits) for one tower.
 
     The L2 term is added by the step builder, which knows which variables a tower owns.
     Images of any float dtype are cast to float32, the dtype the model computes in (a 16-bit
     input pipeline only halves what is staged and copied).
+
+    With delay_s, the tower is a straggler slow in compute: the logits pass through a sleep on
+    `delay_device` (the worker's CPU) that starts once they are computed, so after every weight
+    read of the forward pass; the loss, and so the whole backward pass, waits for it. The
+    gradient it delays was computed from weights read before the sleep, as a slow worker's is
+    (a sleep before the step would let it read fresh weights after sleeping).
     """
     def model_fn(images, labels):
         images = tf.cast(images, tf.float32, name='model_input')
@@ -18,6 +40,8 @@ def make_model_fn(model_spec, num_classes, data_format='NHWC', fuse_batchnorm=Tr
                                       fuse_batchnorm=fuse_batchnorm)
         logits = model_spec.build(builder, images, num_classes)
         logits = tf.cast(logits, tf.float32)
+        if delay_s:
+            logits = _after_sleep(logits, delay_s, delay_device)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
             labels=labels, logits=logits), name='cross_entropy')
         return loss, logits

@@ -60,6 +60,10 @@ def test_training_makes_progress_and_ends_cleanly(tmp_path, num_ps, update, sync
         # Each worker takes its own steps; each increments the global step once per step.
         assert all(w['num_steps'] == 12 for w in workers)
         assert summary['global_step'] <= 2 * (2 + 12)
+        # The staleness of every timed update, per worker and for the job.
+        assert [w['staleness_count'] for w in workers] == [12, 12]
+        assert summary['staleness_count'] == 24 == sum(summary['staleness_histogram'])
+        assert 0 <= summary['staleness_mean'] <= summary['staleness_max']
 
 
 def test_collective_all_reduce_keeps_the_workers_equal(tmp_path):
@@ -97,11 +101,15 @@ def test_spare_replica_absorbs_a_straggler(tmp_path):
     full_base, full_slow = rate(3, 0), rate(3, 100)
     assert spare_slow['global_steps_per_sec'] >= 0.8 * spare_base['global_steps_per_sec']
     assert full_slow['global_steps_per_sec'] < 0.8 * full_base['global_steps_per_sec']
-    # The straggler's late gradients were dropped and counted, with their images.
+    # The straggler's late gradients were dropped and counted, with their images, apart for
+    # its warm-up and its timed steps (a timed step drops at most its own gradient).
     straggler = spare_slow['tasks'][2]
-    assert straggler['dropped_gradients'] >= 1
+    assert straggler['dropped_gradients'] + straggler['warmup_dropped_gradients'] >= 1
+    assert straggler['dropped_gradients'] <= straggler['num_steps']
+    assert straggler['warmup_dropped_gradients'] <= straggler['warmup_steps']
     assert straggler['dropped_images'] == 2 * straggler['dropped_gradients']
-    assert full_slow['dropped_gradients'] == 0
+    assert straggler['warmup_dropped_images'] == 2 * straggler['warmup_dropped_gradients']
+    assert full_slow['dropped_gradients'] == full_slow['warmup_dropped_gradients'] == 0
 
 
 def test_a_killed_job_resumes_from_its_last_checkpoint(tmp_path):
@@ -150,11 +158,11 @@ def test_a_dead_ps_address_is_named_within_the_bounded_wait(tmp_path):
 
 
 def test_an_async_worker_dying_does_not_stop_the_others(tmp_path):
-    job = jobs.HandStarted(tmp_path, 1, 3, ['--cross_replica_sync=false', '--num_batches=400',
+    job = jobs.hand_started(tmp_path, 1, 3, ['--cross_replica_sync=false', '--num_batches=400',
                                              '--peer_timeout_s=6', '--display_every=10'])
     try:
         job.start_all()
-        job.wait_for_line(('worker', 2), 'step 10\t')  # training: kill it
+        job.wait_for_line(('worker', 2), 'step 10\t', jobs.JOB_TIMEOUT_S)  # training: kill it
         jobs.end(job.procs[('worker', 2)])
         ended = job.wait([('ps', 0), ('worker', 0), ('worker', 1)], jobs.JOB_TIMEOUT_S)
     finally:
@@ -165,3 +173,29 @@ def test_an_async_worker_dying_does_not_stop_the_others(tmp_path):
     # The ps gave up on the dead worker after --peer_timeout_s and ended, naming it.
     assert ended[('ps', 0)][0] == 1
     assert 'lost worker task 2 at %s' % job.address(('worker', 2)) in job.log(('ps', 0))
+
+
+def test_a_straggler_slow_in_compute_sends_stale_gradients(tmp_path):
+    """Async: a worker delayed inside its step (after reading the variables) applies gradients
+    many updates old; one delayed before its step reads fresh variables after sleeping."""
+    def straggler_staleness(mode):
+        job = jobs.hand_started(tmp_path / mode, 1, 2, [
+            '--cross_replica_sync=false', '--straggler_workers=1', '--straggler_delay_ms=100',
+            '--straggler_mode=' + mode, '--num_batches=400'])
+        straggler = job.commands[('worker', 1)]
+        try:
+            job.start(('ps', 0))
+            job.start(('worker', 0))
+            # The straggler takes few steps, all while the other worker takes its 400.
+            job.start(('worker', 1), [a for a in straggler if not a.startswith('--num_batches')]
+                      + ['--num_batches=8'])
+            ended = job.wait(list(job.commands), jobs.JOB_TIMEOUT_S)
+        finally:
+            job.end_all()
+        assert {status for status, _ in ended.values()} == {0}, job.log(('worker', 1))[-2000:]
+        return job.result(('worker', 1))['staleness_mean']
+
+    (tmp_path / 'compute').mkdir()
+    (tmp_path / 'before_step').mkdir()
+    compute, before_step = straggler_staleness('compute'), straggler_staleness('before_step')
+    assert compute > 3 and compute > 3 * before_step + 1, (compute, before_step)

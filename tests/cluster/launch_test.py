@@ -24,30 +24,76 @@ def test_task_commands_refuse_flags_the_launcher_sets(tmp_path):
 
 def _worker(start, ends, images_per_step, **extra):
     return dict(timed_start_time=start, end_times=ends, images_per_step=images_per_step,
-                images_per_sec=1.0, num_steps=len(ends), **extra)
+                images_per_sec=images_per_step * len(ends) / (ends[-1] - start),
+                num_steps=len(ends), **extra)
 
 
-def test_cluster_images_per_sec_counts_images_in_the_common_interval():
+def test_the_job_figure_counts_every_timed_image_over_the_union_of_the_windows():
     results = {
-        ('worker', 0): _worker(10.0, [10.5, 11.0, 11.5, 12.0, 12.5], 4,
+        # Two fast workers, 10 steps of 4 images each over (10, 11].
+        ('worker', 0): _worker(10.0, [10.1 + 0.1 * i for i in range(10)], 4,
                                first_step_time=9.0, global_steps_per_sec=2.0, global_step=7,
                                start_global_step=2),
-        # Starts later and ends earlier: the common interval is (10.6, 12.1].
-        ('worker', 1): _worker(10.6, [10.9, 11.2, 11.5, 11.8, 12.1], 2, dropped_gradients=3,
-                               dropped_images=6),
+        ('worker', 1): _worker(10.0, [10.1 + 0.1 * i for i in range(10)], 4),
+        # A straggler: one step over (10.5, 12.0], with 3 of its gradients dropped, 2 of them in
+        # its warm-up.
+        ('worker', 2): _worker(10.5, [12.0], 4, dropped_gradients=1, dropped_images=4,
+                               warmup_dropped_gradients=2, warmup_dropped_images=8),
     }
-    summary = launch.cluster_summary(results, {('worker', 0): 5.0, ('worker', 1): 5.5})
-    # Steps ending in (10.6, 12.1]: worker 0 at 11.0, 11.5, 12.0 (3 x 4 images); worker 1 all
-    # five (5 x 2 images): 22 images over 1.5 s.
-    assert summary['common_interval_s'] == pytest.approx(1.5)
-    assert summary['cluster_images_per_sec'] == pytest.approx(22 / 1.5)
+    summary = launch.cluster_summary(results, {('worker', i): 5.0 + i for i in range(3)})
+    # Union of (10, 11], (10, 11], (10.5, 12]: 2 s; images 40 + 40 + 4.
+    assert summary['timed_window_s'] == pytest.approx(2.0)
+    assert summary['cluster_images_per_sec'] == pytest.approx(84 / 2.0)
+    # Applied: the straggler's one timed gradient was dropped.
+    assert summary['applied_images_per_sec'] == pytest.approx(80 / 2.0)
+    rates = summary['worker_images_per_sec']
+    assert rates == pytest.approx({'worker 0': 40.0, 'worker 1': 40.0, 'worker 2': 4 / 1.5})
+    assert summary['cluster_images_per_sec'] <= sum(rates.values())
+    # Warm-up drops are reported apart from the timed ones.
+    assert (summary['dropped_gradients'], summary['warmup_dropped_gradients']) == (1, 2)
     assert summary['tasks'][0]['start_to_first_step_s'] == pytest.approx(4.0)
-    assert summary['dropped_gradients'] == 3 and summary['dropped_images'] == 6
     assert (summary['global_steps_per_sec'], summary['global_step'],
             summary['start_global_step']) == (2.0, 7, 2)
+
+
+def test_identical_workers_make_the_sum_of_their_rates():
+    ends = [1.0 + 0.25 * i for i in range(1, 9)]
+    results = {('worker', i): _worker(1.0, ends, 8) for i in range(3)}
+    summary = launch.cluster_summary(results, {t: 0.0 for t in results})
+    assert summary['cluster_images_per_sec'] == pytest.approx(
+        sum(summary['worker_images_per_sec'].values())) == pytest.approx(3 * 32.0)
+
+
+def test_union_length_of_overlapping_and_disjoint_windows():
+    assert launch.union_length([(0, 2), (1, 3), (5, 6)]) == 4
+    assert launch.union_length([(1, 4), (2, 3)]) == 3
+
+
+def test_staleness_of_every_worker_is_merged():
+    histogram = [0] * 17
+    a = dict(_worker(0.0, [1.0], 2), staleness_count=3, staleness_sum=3, staleness_max=2,
+             stale_gradients_dropped=0, staleness_histogram=[1, 1, 1] + histogram[3:])
+    b = dict(_worker(0.0, [1.0], 2), staleness_count=1, staleness_sum=5, staleness_max=5,
+             stale_gradients_dropped=1, staleness_histogram=histogram[:5] + [1] + histogram[6:])
+    summary = launch.cluster_summary({('worker', 0): a, ('worker', 1): b},
+                                     {('worker', 0): 0.0, ('worker', 1): 0.0})
+    assert summary['staleness_mean'] == 2.0 and summary['staleness_max'] == 5
+    assert summary['staleness_histogram'][:6] == [1, 1, 1, 0, 0, 1]
+    assert summary['tasks'][1]['staleness_mean'] == 5.0
 
 
 def test_one_in_graph_result_is_the_cluster_figure():
     results = {('worker', 0): {'images_per_sec': 123.0, 'num_steps': 4}}
     summary = launch.cluster_summary(results, {('worker', 0): 0.0})
     assert summary['cluster_images_per_sec'] == 123.0
+
+
+def test_task_bounds_come_from_the_tfhp_flags():
+    assert launch.task_bounds(['--peer_timeout_s=7', '--step_timeout_s', '30']) == (7.0, 30.0)
+    assert launch.task_bounds([]) == (60.0, 600.0)
+
+
+def test_exit_statuses_in_words():
+    assert launch.describe_status(-9) == 'killed by SIGKILL'
+    assert launch.describe_status(143) == 'stopped by SIGTERM (exit status 143)'
+    assert launch.describe_status(1) == 'exit status 1'

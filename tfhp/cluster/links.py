@@ -253,6 +253,7 @@ class EmulatedNetwork:
             raise ValueError('rates given for tasks not in the network: %s'
                              % sorted(set(task_rates_bps) - set(self.tasks)))
         rates = {t: task_rates_bps.get(t, rate_bps) for t in self.tasks}
+        self._rates = rates
         for task, rate in rates.items():
             if rate < MIN_RATE_BPS:
                 raise ValueError('the link of %s %d is %g bit/s; emulated links need at least '
@@ -289,6 +290,10 @@ class EmulatedNetwork:
             _must(['ip', '-n', namespace, 'link', 'set', 'eth0', 'up'])
             _must(_tbf(namespace, 'eth0', rates[task]))  # the task's upload
             _must(_tbf(hub, port, rates[task]))  # the task's download
+
+    def rate_bps(self, task):
+        """The task's link rate, bits per second (each way)."""
+        return self._rates[tuple(task)]
 
     def ip(self, task):
         """The task's IPv4 address, e.g. '10.17.3.2'."""

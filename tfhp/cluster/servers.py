@@ -5,6 +5,7 @@ stock runtime waits for a missing peer forever ("CreateSession still waiting for
 worker") without saying which flag is wrong. Whether a peer is there comes from what it
 published (`tfhp.cluster.liveness`), not from its port.
 """
+import socket
 import time
 
 import tensorflow.compat.v1 as tf
@@ -40,6 +41,20 @@ def start_server(cluster_config, proto):
     """
     cfg = cluster_config
     address = cfg.hosts(cfg.job_name)[cfg.task_index]
+    port = int(address.rsplit(':', 1)[1])
+    # gRPC listens with SO_REUSEPORT: a second task started with the same index would share the
+    # port (and its connections) silently. A plain socket's bind finds the first one.
+    probe = socket.socket(socket.AF_INET6 if ':' in address.rsplit(':', 1)[0] else
+                          socket.AF_INET)
+    try:
+        probe.bind(('', port))
+    except OSError as e:
+        raise errors.ClusterError(
+            '%s task %d cannot listen on %s (%s): is another task started with the same '
+            '--task_index (or TF_CONFIG index), or the port taken?'
+            % (cfg.job_name, cfg.task_index, address, e.strerror)) from None
+    finally:
+        probe.close()
     try:
         return tf.train.Server(tf.train.ClusterSpec(cfg.jobs()), job_name=cfg.job_name,
                                task_index=cfg.task_index, config=proto, start=True)
@@ -73,8 +88,8 @@ def wait_for_peers(watch, wanted, timeout_s):
 _LEFT_OPEN = []
 
 
-def signal_done(target, cluster_config, tasks, sender):
-    """Tells each (job, index) in `tasks` that `sender` is done (the ps-exit protocol).
+def signal_done(target, cluster_config, tasks, sender, failed=False):
+    """Tells each (job, index) in `tasks` that `sender` is done, or failed (the ps-exit protocol).
 
     Each task gets its own run, so one that already exited does not fail the others' signal.
 
@@ -83,6 +98,7 @@ def signal_done(target, cluster_config, tasks, sender):
       cluster_config: a `tfhp.config.ClusterConfig`.
       tasks: (job, index) of the serving tasks.
       sender: this task's sender id (its worker index, or num_workers for the controller).
+      failed: this task is ending on a failure (the serving tasks stop waiting for it at once).
     Returns:
       The (job, index) of the tasks that could not be told (they had gone).
     """
@@ -91,7 +107,7 @@ def signal_done(target, cluster_config, tasks, sender):
     for job, index in tasks:
         graph = tf.Graph()
         with graph.as_default():
-            signal = barriers.signal_done([device(job, index)], sender)
+            signal = barriers.signal_done([device(job, index)], sender, failed)
         sess = tf.Session(target, graph=graph,
                           config=tf.ConfigProto(device_filters=['/job:%s/task:%d' % (job, index)]))
         _LEFT_OPEN.append(sess)
@@ -103,7 +119,8 @@ def signal_done(target, cluster_config, tasks, sender):
 
 
 def serve_until_done(server, cluster_config, state, watch, senders, log):
-    """Serves until every sender signalled done or was lost: the ps-exit protocol.
+    """Serves until every sender signalled done, signalled a failure or was lost: the ps-exit
+    protocol.
 
     A sender is lost when it did not answer for --peer_timeout_s (it died, or was stopped) or
     answered without progress for --step_timeout_s + --peer_timeout_s (it hung); a lost sender
@@ -118,7 +135,7 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
       senders: {sender id: `liveness.Peer`} of the tasks expected to signal done.
       log: called with each line to print.
     Returns:
-      The sorted `Peer`s lost without signalling (empty on a clean end).
+      The sorted `Peer`s that failed or were lost (empty on a clean end).
     """
     cfg = cluster_config
     graph = tf.Graph()
@@ -126,14 +143,18 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
         dequeue = barriers.done_queue(device(cfg.job_name, cfg.task_index)).dequeue()
     proto = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (cfg.job_name, cfg.task_index)])
     options = tf.RunOptions(timeout_in_ms=500)
-    pending, lost = dict(senders), {}
+    pending, lost, failed = dict(senders), {}, {}
     with tf.Session(server.target, graph=graph, config=proto) as sess:
         while pending:
             state.advance()
             try:
-                sender = int(sess.run(dequeue, options=options))
-                pending.pop(sender, None)
+                token = int(sess.run(dequeue, options=options))
+                sender = token if token >= 0 else -token - 1
+                peer = pending.pop(sender, None) or lost.pop(sender, None)
                 lost.pop(sender, None)
+                if token < 0 and peer is not None:
+                    log('%s failed; not waiting for it' % peer)
+                    failed[sender] = peer
                 continue
             except tf.errors.DeadlineExceededError:
                 pass
@@ -146,4 +167,4 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
                 log('lost %s: %s; not waiting for it' % (peer, why))
                 sender = next(s for s, p in pending.items() if p == peer)
                 lost[sender] = pending.pop(sender)
-    return sorted(lost.values())
+    return sorted(list(lost.values()) + list(failed.values()))

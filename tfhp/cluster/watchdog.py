@@ -62,6 +62,7 @@ class Watchdog:
         self._still_s = still_s
         self._mine = mine
         self._lock = threading.Lock()
+        self._last_words = None  # (callable, bound_s): run before the task is ended
         self._phase = None  # (what, bound_s, deadline, status)
         self._stop = None   # the same, for a stop: later phases do not move its deadline
         self._failed = False
@@ -80,6 +81,11 @@ class Watchdog:
             if self._stop is None:
                 self._stop = (what, bound_s, time.monotonic() + bound_s, status)
 
+    def last_words(self, callback, bound_s):
+        """Calls callback() before ending the task (e.g. telling the ps it failed), in a
+        thread that is given bound_s: it may wait on a lost peer."""
+        self._last_words = (callback, bound_s)
+
     def fail(self, message, status=EXIT_LOST):
         """Ends the task with '<task>: <message>' (only the first call does anything)."""
         with self._lock:
@@ -87,6 +93,11 @@ class Watchdog:
                 return
             self._failed = True
         self._watch.stop()
+        if self._last_words:
+            callback, bound_s = self._last_words
+            thread = threading.Thread(target=callback, name='last_words', daemon=True)
+            thread.start()
+            thread.join(bound_s)
         self._fail('%s: %s' % (self._task, message), status)
 
     def named_in(self, text):

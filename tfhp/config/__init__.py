@@ -58,6 +58,7 @@ RunConfig = run.RunConfig
 
 JOB_NAMES = cluster.JOB_NAMES
 GRAPH_MODES = cluster.GRAPH_MODES
+STRAGGLER_MODES = cluster.STRAGGLER_MODES
 check_address = cluster.check_address
 ClusterConfig = cluster.ClusterConfig
 

@@ -6,6 +6,7 @@ from typing import Optional, Tuple
 from tfhp.config import errors
 
 JOB_NAMES = ('ps', 'worker', 'controller')
+STRAGGLER_MODES = ('compute', 'before_step')
 GRAPH_MODES = ('between_graph', 'in_graph')
 _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$')
 
@@ -33,8 +34,12 @@ class ClusterConfig:
       replicas_to_aggregate: gradients that make one synchronous step (None: every worker);
         fewer than total_num_replicas leaves the rest as spare (backup) replicas.
       total_num_replicas: workers taking part in synchronous steps (None: every worker).
-      straggler_workers: worker indices that sleep straggler_delay_ms before every step.
+      straggler_workers: worker indices slowed by straggler_delay_ms every step.
       straggler_delay_ms: injected delay, for experiments on stragglers and spares.
+      straggler_mode: 'compute': the delay is an op inside the step, on the worker's device,
+        after its forward pass read the variables (a worker slow in compute: its gradients are
+        stale by the updates others apply meanwhile); 'before_step': a sleep before the step
+        (the worker then reads fresh variables).
       peer_timeout_s: bound on waiting for a peer task to answer or for the chief's init.
       step_timeout_s: bound on one step (a synchronous step waits for other workers).
       save_model_secs: the chief also checkpoints every this many seconds (None: off).
@@ -52,6 +57,7 @@ class ClusterConfig:
     total_num_replicas: Optional[int] = None
     straggler_workers: Tuple[int, ...] = ()
     straggler_delay_ms: float = 0.0
+    straggler_mode: str = 'compute'
     peer_timeout_s: float = 60.0
     step_timeout_s: float = 600.0
     save_model_secs: Optional[float] = None
@@ -93,8 +99,15 @@ class ClusterConfig:
         errors.require(not bad, '--straggler_workers %s: no such worker (there are %d)', bad,
                        num_workers)
         errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes')
+        errors.require_choice(self, 'straggler_mode', STRAGGLER_MODES)
         errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
         errors.require_positive(self, 'save_model_secs', optional=True)
+
+    def straggler_delay_s(self, task_index, mode):
+        """Seconds worker task_index is delayed each step in `mode` (0: not a straggler)."""
+        if task_index in self.straggler_workers and self.straggler_mode == mode:
+            return self.straggler_delay_ms / 1000.0
+        return 0.0
 
     @property
     def enabled(self):

@@ -4,8 +4,8 @@ A queue op built with the same shared_name, dtype and device in different graphs
 names one queue in that device's task, so enqueues in one process wake dequeues in another.
 Two protocols use them:
   done tokens: each worker, when it finishes, enqueues its index into the done queue of every
-    task that only serves (ps tasks, in-graph workers); a serving task exits once it has a
-    token from every worker (`tfhp.cluster.servers.serve_until_done`).
+    task that only serves (ps tasks, in-graph workers), or -(index + 1) when it fails; a serving
+    task exits once it has a token from every worker (`tfhp.cluster.servers.serve_until_done`).
   step tokens: a synchronous step's chief enqueues one token per replica holding the new global
     step; a replica that sent a gradient computed at step L waits for a token newer than L
     (`dequeue_newer_than`), discarding older ones (`tfhp.replication.sync_replicas`).
@@ -22,9 +22,11 @@ def done_queue(device):
                             name=DONE_QUEUE)
 
 
-def signal_done(devices, worker_index):
-    """An op enqueuing `worker_index` into the done queue on each of `devices`."""
-    return tf.group(*[done_queue(d).enqueue(tf.constant(worker_index, tf.int32))
+def signal_done(devices, worker_index, failed=False):
+    """An op enqueuing `worker_index` (-(worker_index + 1) if `failed`) into the done queue on
+    each of `devices`."""
+    token = -(worker_index + 1) if failed else worker_index
+    return tf.group(*[done_queue(d).enqueue(tf.constant(token, tf.int32))
                       for d in devices], name='signal_done')
 
 

@@ -69,8 +69,12 @@ class VariableManager(abc.ABC):
         return None
 
     def counters(self):
-        """Named scalar tensors the run reports (e.g. dropped gradients); {} when none."""
+        """Named tensors of counts the run reports (e.g. dropped gradients); {} when none.
+
+        Scalars, or vectors (a histogram); `tfhp.counts.values` turns their values into Python.
+        """
         return {}
+
 
 
 class PlacementDelegate(VariableManager):

@@ -14,7 +14,7 @@ update as the towers built since the previous `apply_gradients` (one replica's s
      updates that land while the replica reads its weights.
   3. Remedies scale the gradients: by 0 when staleness > max_staleness (the gradient is
      dropped and counted), and/or by 1/staleness (staleness 0 and 1 are not scaled).
-  4. The counts (updates, sum and max of staleness, dropped gradients) are added to local
+  4. The counts (updates, sum, max and histogram of staleness, dropped gradients) are added to local
      variables on `counter_device` with atomic updates (in-graph replica threads share them);
      only then does the wrapped manager apply the gradients and increment global_step.
 
@@ -31,30 +31,14 @@ import time
 
 import tensorflow.compat.v1 as tf
 
+from tfhp import counts
 from tfhp.ops import scopes
 from tfhp.replication import base
 
-# Counter names, as they appear in results.
-COUNT, SUM, MAX, DROPPED = ('staleness_count', 'staleness_sum', 'staleness_max',
-                            'stale_gradients_dropped')
-
-
-def summary(counts):
-    """Result figures from the counters of one or several replicas' graphs.
-
-    Args:
-      counts: a dict of counter values, or a list of them (e.g. one per worker).
-    Returns:
-      {'staleness_mean', 'staleness_max', 'staleness_count', 'stale_gradients_dropped'}, or {}
-      when no count is there (staleness was not measured).
-    """
-    counts = [c for c in ([counts] if isinstance(counts, dict) else counts) if COUNT in c]
-    if not counts:
-        return {}
-    total = sum(c[COUNT] for c in counts)
-    return {'staleness_mean': sum(c[SUM] for c in counts) / total if total else 0.0,
-            'staleness_max': max(c[MAX] for c in counts), 'staleness_count': total,
-            'stale_gradients_dropped': sum(c.get(DROPPED, 0) for c in counts)}
+# The counters' names and histogram bins (their arithmetic is in `tfhp.counts`).
+COUNT, SUM, MAX, DROPPED, HISTOGRAM, BINS = (
+    counts.COUNT, counts.SUM, counts.MAX, counts.DROPPED, counts.HISTOGRAM, counts.BINS)
+summary = counts.summary
 
 
 def _scaled(grad, factor):
@@ -146,7 +130,8 @@ class Staleness(base.VariableManager):
         return self._inner.savable_variables()
 
     def counters(self):
-        """{name: scalar tensor} of the staleness counts and the wrapped manager's counters.
+        """{name: tensor} of the staleness counts (scalars; the histogram a [BINS] vector) and
+        the wrapped manager's counters.
 
         The tensors are made with the first update, so this makes no op (it can be called on a
         finalized graph).
@@ -160,8 +145,9 @@ class Staleness(base.VariableManager):
                                                 name=name)
                               # The max is a 1-element vector: scatter_max updates it atomically.
                               for name, shape in ((COUNT, []), (SUM, []), (MAX, [1]),
-                                                  (DROPPED, []))}
-            self._values = {name: tf.reshape(v.read_value(), [])
+                                                  (DROPPED, []), (HISTOGRAM, [BINS]))}
+            self._values = {name: v.read_value() if name == HISTOGRAM else
+                            tf.reshape(v.read_value(), [])
                             for name, v in self._counters.items()}
 
     def _remedy(self, staleness):
@@ -181,7 +167,10 @@ class Staleness(base.VariableManager):
             c[COUNT].assign_add(tf.constant(1, tf.int64), read_value=False),
             c[SUM].assign_add(staleness, read_value=False),
             c[MAX].scatter_max(tf.IndexedSlices(tf.reshape(staleness, [1]), tf.constant([0]))),
-            c[DROPPED].assign_add(tf.cast(dropped, tf.int64), read_value=False))
+            c[DROPPED].assign_add(tf.cast(dropped, tf.int64), read_value=False),
+            c[HISTOGRAM].scatter_add(tf.IndexedSlices(
+                tf.ones([1], tf.int64),
+                tf.reshape(tf.cast(tf.minimum(staleness, BINS - 1), tf.int32), [1]))))
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
         read, self._read = self._read, None
