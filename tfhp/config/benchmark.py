@@ -25,6 +25,11 @@ def _check_in_graph_replication(cfg):
     errors.require(not (replication.staged_vars and cfg.run.eval),
                    '--staged_vars stages training reads; it does not apply with --eval')
     in_graph = not cfg.cluster.job_name or cfg.cluster.graph_mode == 'in_graph'
+    errors.require(replication.gradient_transfer_dtype == 'float32' or not in_graph or
+                   replication.variable_update in replication_lib.ALL_REDUCE_UPDATES,
+                   '--gradient_transfer_dtype applies to the all-reduce of --variable_update in '
+                   '%s, or to what between-graph workers send; got %r in one graph',
+                   replication_lib.ALL_REDUCE_UPDATES, replication.variable_update)
     in_graph_async = in_graph and not cfg.cluster.cross_replica_sync
     errors.require(not in_graph_async or (replication.variable_update == 'parameter_server' and
                                           not replication.staged_vars),

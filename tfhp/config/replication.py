@@ -28,7 +28,8 @@ class ReplicationConfig:
       agg_small_grads_max_bytes: if > 0, concatenate runs of gradients of at most this many
         bytes (at most agg_small_grads_max_group per pack) before the all-reduce.
       agg_small_grads_max_group: see agg_small_grads_max_bytes.
-      gradient_transfer_dtype: cast float32 gradients to this dtype for the all-reduce.
+      gradient_transfer_dtype: cast float32 gradients to this dtype for the all-reduce, or, in
+        a between-graph job, for sending them to the ps (or the other workers).
       staged_vars: parameter_server reads variables through staging areas (one-step-stale
         weights; see tfhp.replication.staged_vars).
     """
@@ -64,8 +65,7 @@ class ReplicationConfig:
             ('--all_reduce_spec', self.all_reduce_spec),
             ('--hierarchical_copy', self.hierarchical_copy),
             ('--gradient_repacking', self.gradient_repacking),
-            ('--agg_small_grads_max_bytes', self.agg_small_grads_max_bytes),
-            ('--gradient_transfer_dtype', self.gradient_transfer_dtype != 'float32')) if value]
+            ('--agg_small_grads_max_bytes', self.agg_small_grads_max_bytes)) if value]
         errors.require(not used or self.variable_update in ALL_REDUCE_UPDATES,
                        '%s applies to --variable_update in %s only, got %r', ', '.join(used),
                        ALL_REDUCE_UPDATES, self.variable_update)

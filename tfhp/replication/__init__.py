@@ -55,7 +55,9 @@ def _make_manager(replication_config, topology, cluster_config):
     """The manager of replication_config's strategy (see make_variable_manager)."""
     strategy = replication_config.variable_update
     if topology.graph_mode == 'between_graph':
-        return _between_graph_manager(strategy, topology, cluster_config)
+        transfer_dtype = (None if replication_config.gradient_transfer_dtype == 'float32' else
+                          replication_config.gradient_transfer_dtype)
+        return _between_graph_manager(strategy, topology, cluster_config, transfer_dtype)
     if strategy == 'parameter_server':
         return parameter_server.ParameterServer(topology.tower_devices,
                                                 topology.variable_devices,
@@ -69,32 +71,35 @@ def _make_manager(replication_config, topology, cluster_config):
     raise ValueError('unknown variable_update %r' % (strategy,))
 
 
-def _between_graph_manager(strategy, topology, cluster):
-    """The manager of one worker's graph in a between-graph job."""
+def _between_graph_manager(strategy, topology, cluster, transfer_dtype):
+    """The manager of one worker's graph in a between-graph job (gradients sent in
+    transfer_dtype, None: their own)."""
     worker = topology.input_device
     if strategy == 'collective_all_reduce':
         return collective_allreduce.CollectiveAllReduce(
             topology.tower_devices, topology.num_workers, topology.is_chief,
-            timeout_s=cluster.step_timeout_s)
+            timeout_s=cluster.step_timeout_s, transfer_dtype=transfer_dtype)
     sync = None
     if cluster.cross_replica_sync:
         sync = functools.partial(
             sync_replicas.SyncReplicas, worker_device=worker,
             replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
-            num_replicas=topology.num_workers, is_chief=topology.is_chief)
+            num_replicas=topology.num_workers, is_chief=topology.is_chief,
+            transfer_dtype=transfer_dtype)
     if strategy == 'distributed_replicated':
         return distributed_replicated.DistributedReplicated(
             topology.tower_devices, topology.variable_devices, worker,
-            sync=sync(None) if sync else None)
+            sync=sync(None) if sync else None, transfer_dtype=transfer_dtype)
     if strategy == 'parameter_server':
         placement = parameter_server.ParameterServer(topology.tower_devices,
-                                                     topology.variable_devices)
+                                                     topology.variable_devices,
+                                                     caching_device=worker)
         if cluster.partition_min_bytes and len(topology.variable_devices) > 1:
             placement = partitioning.Partitioned(placement, len(topology.variable_devices),
                                                  cluster.partition_min_bytes)
         if sync:
             return sync(placement)
-        return async_replicas.AsyncReplicas(placement, worker)
+        return async_replicas.AsyncReplicas(placement, worker, transfer_dtype)
     raise ValueError('variable_update %r does not run between graphs' % (strategy,))
 
 

@@ -20,6 +20,7 @@ from tfhp.ops import scopes
 from tfhp.replication import async_replicas
 from tfhp.replication import base
 from tfhp.replication import master_copies
+from tfhp.replication import transfer
 
 GROUP_KEY = 1
 GROUP_LEADER = '/job:worker/replica:0/task:0'
@@ -43,15 +44,19 @@ class CollectiveAllReduce(base.VariableManager):
       num_workers: workers in the all-reduce.
       is_chief: whether this worker's values are broadcast at start.
       timeout_s: bound on one collective waiting for its peers (0: none).
+      transfer_dtype: all-reduce the workers' means in this dtype (None: their own); the
+        sum is then computed in it.
     """
 
-    def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0):
+    def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0,
+                 transfer_dtype=None):
         self._device = tower_devices[0]
         self._copies = master_copies.MasterCopies(tower_devices, self._device,
                                                 copy_first_tower=False)
         self._num_workers = num_workers
         self._is_chief = is_chief
         self._timeout_s = float(timeout_s)
+        self._transfer_dtype = transfer_dtype
         self._next_key = 1
 
     def _instance_key(self):
@@ -88,13 +93,14 @@ class CollectiveAllReduce(base.VariableManager):
         return assigns
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        means = async_replicas.mean_over_towers(tower_grads, self._device)
+        means = async_replicas.mean_over_towers(tower_grads, self._device, self._transfer_dtype)
         reduced = []
         with tf.name_scope(scopes.AGGREGATE), tf.device(self._device):
             for grad, var in means:
                 if grad is not None:
                     # Collectives take dense tensors: a sparse gradient is densified here.
-                    reduced.append((self._all_reduce_mean(tf.convert_to_tensor(grad)), var))
+                    mean = self._all_reduce_mean(tf.convert_to_tensor(grad))
+                    reduced.append((transfer.widen(mean, var), var))
         with tf.name_scope(scopes.APPLY):
             step_op = optimizer_fn().apply_gradients(reduced, global_step=global_step)
             with tf.control_dependencies([step_op]):

@@ -14,6 +14,7 @@ from tfhp.replication import async_replicas
 from tfhp.replication import base
 from tfhp.replication import device_setters
 from tfhp.replication import master_copies
+from tfhp.replication import transfer
 
 
 class _RefreshHook(tf.train.SessionRunHook):
@@ -34,14 +35,17 @@ class DistributedReplicated(base.VariableManager):
       variable_devices: the ps tasks' devices (masters).
       worker_device: this worker's CPU.
       sync: a `SyncReplicas` (placement None) for synchronous steps; None: asynchronous.
+      transfer_dtype: the dtype its gradients cross the network in (None: their own).
     """
 
-    def __init__(self, tower_devices, variable_devices, worker_device, sync=None):
+    def __init__(self, tower_devices, variable_devices, worker_device, sync=None,
+                 transfer_dtype=None):
         self._placer = device_setters.GreedyByBytes(variable_devices)
         self._copies = master_copies.MasterCopies(
             tower_devices, device_setters.variables_on(self._placer, worker_device))
         self._worker_device = worker_device
         self._sync = sync
+        self._transfer_dtype = transfer_dtype
 
     @property
     def placer(self):
@@ -59,7 +63,8 @@ class DistributedReplicated(base.VariableManager):
         return self._sync.counters() if self._sync else {}
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        means = async_replicas.mean_over_towers(tower_grads, self._worker_device)
+        means = async_replicas.mean_over_towers(tower_grads, self._worker_device,
+                                                self._transfer_dtype)
         master_grads = [(g, self._copies.master_of(v)) for g, v in means]
         hooks = []
         if self._sync:
@@ -67,7 +72,9 @@ class DistributedReplicated(base.VariableManager):
             step_op, hooks = update.train_op, list(update.hooks)
         else:
             with tf.name_scope(scopes.APPLY):
-                step_op = optimizer_fn().apply_gradients(master_grads, global_step=global_step)
+                step_op = optimizer_fn().apply_gradients(
+                    [(transfer.widen(g, v), v) for g, v in master_grads],
+                    global_step=global_step)
         with tf.name_scope(scopes.APPLY), tf.control_dependencies([step_op]):
             train_op = self._copies.refresh(self._worker_device)
         refresh = self._copies.refresh(self._worker_device)

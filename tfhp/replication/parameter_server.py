@@ -22,12 +22,18 @@ class ParameterServer(base.VariableManager):
       tower_devices: device of each tower.
       variable_devices: devices that hold variables (e.g. ('/cpu:0',)).
       staged_vars: read trainable variables through per-tower staging areas.
+      caching_device: read each variable once per step onto this device, for every use (a
+        between-graph worker's CPU). Without it every use reads anew: the forward pass and the
+        L2 term each fetched a ps variable, twice the bytes (measured with null_dense: 39.5 MB
+        received per worker step for 16.8 MB of weights).
     """
 
-    def __init__(self, tower_devices, variable_devices, staged_vars=False):
+    def __init__(self, tower_devices, variable_devices, staged_vars=False,
+                 caching_device=None):
         self._tower_devices = tuple(tower_devices)
         self._placer = device_setters.GreedyByBytes(variable_devices)
         self._staged = staged_vars_lib.StagedReads() if staged_vars else None
+        self._caching_device = caching_device
 
     @property
     def placer(self):
@@ -40,7 +46,8 @@ class ParameterServer(base.VariableManager):
         setter = device_setters.variables_on(self._placer, device)
         getter = self._staged.custom_getter(tower, device) if self._staged else None
         with tf.device(setter), tf.variable_scope(tf.get_variable_scope(), reuse=tower > 0,
-                                                  custom_getter=getter):
+                                                  custom_getter=getter,
+                                                  caching_device=self._caching_device):
             yield
 
     def trainable_variables(self, tower):
