@@ -11,11 +11,8 @@ import collections
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 from absl import app
 
@@ -32,29 +29,20 @@ run_tfhp = sweep.run_tfhp
 ClusterRun = collections.namedtuple('ClusterRun', ['summary', 'results', 'error'])
 
 
-def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0):
-    """Runs one job, every task its own process on loopback ports (`tfhp.launch`).
+def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=None,
+                ps_link_bandwidth=None):
+    """Runs one job, every task its own process (`tfhp.launch.launch_job`), on loopback or on
+    emulated links of the given rates.
 
-    Args:
-      num_ps, num_workers: task counts.
-      tfhp_args: the tfhp flags every task gets.
-      timeout_s: bound on the whole job.
     Returns:
       A `ClusterRun`.
     """
-    result_dir = tempfile.mkdtemp(prefix='tfhp_experiment_')
     output = io.StringIO()
-    try:
-        commands = launch.task_commands(num_ps, num_workers, list(tfhp_args), result_dir)
-        start = time.time()
-        status, launch_times, _ = launch.run_job(commands, timeout_s=timeout_s, out=output)
-        results = launch.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
-    finally:
-        shutil.rmtree(result_dir, ignore_errors=True)
-    summary = launch.cluster_summary(results, launch_times)
-    summary.update(status=status, wall_time_s=time.time() - start, num_ps=num_ps,
-                   num_workers=num_workers)
+    summary, results = launch.launch_job(num_ps, num_workers, list(tfhp_args),
+                                         timeout_s=timeout_s, link_bandwidth=link_bandwidth,
+                                         ps_link_bandwidth=ps_link_bandwidth, out=output)
     lines = output.getvalue().splitlines()
+    status = summary['status']
     error = None if status == 0 else ' | '.join(lines[-6:]) or 'exit status %d' % status
     return ClusterRun(summary, results, error)
 

@@ -14,10 +14,7 @@ labels) to --output.
   python -m experiments.distributed_bench --output=distributed.jsonl   # tens of minutes
   python -m experiments.distributed_bench --studies=null --workers=1,2 --steps=20
 """
-import shutil
 import sys
-import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -55,19 +52,8 @@ MODES = {
 
 def run_job(num_ps, num_workers, tfhp_args, controller=False):
     """Runs one job; returns the launcher's summary with status and wall time."""
-    result_dir = tempfile.mkdtemp(prefix='distributed_bench_')
-    try:
-        commands = launch.task_commands(num_ps, num_workers, tfhp_args, result_dir,
-                                        controller=controller)
-        start = time.time()
-        status, launch_times, _ = launch.run_job(commands, out=sys.stderr)
-        results = launch.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
-    finally:
-        shutil.rmtree(result_dir, ignore_errors=True)
-    summary = launch.cluster_summary(results, launch_times)
-    summary.update(status=status, wall_time_s=time.time() - start, num_ps=num_ps,
-                   num_workers=num_workers, tfhp_args=list(tfhp_args))
-    return summary
+    return launch.launch_job(num_ps, num_workers, tfhp_args, controller=controller,
+                             out=sys.stderr)[0]
 
 
 def _common(batch_size):

@@ -411,22 +411,22 @@ def _parse(argv):
     return args, tfhp_args
 
 
-def _network(args, tasks):
-    """The emulated network of --link_bandwidth, or None; ValueError names what cannot work."""
-    if not args.link_bandwidth:
+def _network(tasks, link_bandwidth, ps_link_bandwidth):
+    """The emulated network of the link rates, or None; ValueError names what cannot work."""
+    if not link_bandwidth:
         return None
-    rate = links.parse_rate(args.link_bandwidth)
-    ps_rate = links.parse_rate(args.ps_link_bandwidth) if args.ps_link_bandwidth else rate
+    rate = links.parse_rate(link_bandwidth)
+    ps_rate = links.parse_rate(ps_link_bandwidth) if ps_link_bandwidth else rate
     links.check_available()
     links.cleanup_stale()  # namespaces of launchers that were killed
     return links.EmulatedNetwork(tasks, rate, {t: ps_rate for t in tasks if t[0] == 'ps'})
 
 
 def link_report(network, tasks, results):
-    """Per task: its NIC's rate, bytes on its link (each way) per step, and the lower bound on
-    the communication time of a step they set; for the job, the largest bound.
+    """Per task: its NIC's rate, the bytes on its link each way (per step of its own: a ps
+    task's are the job's global steps), and the least time per global step they take at that
+    rate; for the job, the largest of those: no global step can be faster (`comm_bound_ms`).
 
-    A worker's steps are its own (warm-up and timed); a ps task's are the job's global steps.
     The bytes include start-up (variable initialisation, session set-up), so over few steps the
     per-step figures are high.
     """
@@ -441,35 +441,51 @@ def link_report(network, tasks, results):
         rate = network.rate_bps(task)
         entry = {'link_bps': rate, 'bytes_sent': up, 'bytes_received': down, 'steps': steps}
         if steps:
-            entry.update(bytes_sent_per_step=up / steps, bytes_received_per_step=down / steps,
-                         comm_bound_ms=1000.0 * 8 * max(up, down) / steps / rate)
+            entry.update(bytes_sent_per_step=up / steps, bytes_received_per_step=down / steps)
+        if global_steps:
+            entry['comm_bound_ms'] = 1000.0 * 8 * max(up, down) / global_steps / rate
         report[_name(task)] = entry
     bounds = [e['comm_bound_ms'] for e in report.values() if 'comm_bound_ms' in e]
-    return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None}
+    rate = chief.get('global_steps_per_sec')
+    return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None,
+            'global_step_ms': 1000.0 / rate if rate else None}
 
 
-def main(argv=None):
-    """Runs the job; returns the exit status (0 ok, 1 a task failed, 2 bad arguments, 128 + N
-    stopped by signal N)."""
-    args, tfhp_args = _parse(sys.argv[1:] if argv is None else argv)
-    tasks = task_names(args.num_ps, args.num_workers, args.controller)
+def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
+               controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None):
+    """Runs a whole job on this machine and returns its summary (`cluster_summary`).
+
+    Args:
+      num_ps, num_workers: task counts.
+      tfhp_args: the tfhp flags every task gets.
+      timeout_s, keep_going: see `run_job`.
+      controller: also start a controller task (the in-graph client).
+      link_bandwidth: None (loopback), or a tc rate ('1gbit'): every task gets a network
+        namespace and a NIC of that rate (`tfhp.cluster.links`), removed when the job ends.
+      ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
+      out: where task output goes (default: sys.stdout).
+    Returns:
+      (summary, results): the summary, with 'status' (see `run_job`), 'wall_time_s',
+      'exit_codes' and, on links, 'links' (`link_report`); and {(job, index): result dict} of
+      every worker (and controller) that wrote one.
+    Raises:
+      ValueError: a flag the launcher sets in tfhp_args, a bad rate, or links this machine
+        cannot make (the message is one line naming it).
+    """
+    tasks = task_names(num_ps, num_workers, controller)
     result_dir = tempfile.mkdtemp(prefix='tfhp_launch_')
     network = None
     try:
         with links.exit_on_sigterm():
-            try:
-                network = _network(args, tasks)
-                hosts = network and {job: network.hosts(job) for job in {j for j, _ in tasks}}
-                commands = task_commands(args.num_ps, args.num_workers, tfhp_args, result_dir,
-                                         controller=args.controller, hosts=hosts)
-            except ValueError as e:
-                print('tfhp-launch: error: %s' % e, file=sys.stderr)
-                return 2
+            network = _network(tasks, link_bandwidth, ps_link_bandwidth)
+            hosts = network and {job: network.hosts(job) for job in {j for j, _ in tasks}}
+            commands = task_commands(num_ps, num_workers, tfhp_args, result_dir,
+                                     controller=controller, hosts=hosts)
             if network:
                 commands = {t: network.command(t, argv) for t, argv in commands.items()}
             start = time.time()
-            status, launch_times, codes = run_job(commands, timeout_s=args.timeout_s,
-                                                  keep_going=args.keep_going,
+            status, launch_times, codes = run_job(commands, timeout_s=timeout_s,
+                                                  keep_going=keep_going, out=out,
                                                   bounds=task_bounds(tfhp_args))
             results = read_results(result_dir, [t for t in commands if t[0] != 'ps'])
             summary = cluster_summary(results, launch_times)
@@ -479,25 +495,45 @@ def main(argv=None):
         if network:
             network.close()
         shutil.rmtree(result_dir, ignore_errors=True)
-    summary.update(status=status, wall_time_s=time.time() - start, num_ps=args.num_ps,
-                   num_workers=args.num_workers, tfhp_args=tfhp_args,
-                   exit_codes={'%s %d' % t: c for t, c in codes.items()})
+    summary.update(status=status, wall_time_s=time.time() - start, num_ps=num_ps,
+                   num_workers=num_workers, tfhp_args=list(tfhp_args),
+                   exit_codes={_name(t): c for t, c in codes.items()})
+    return summary, results
+
+
+def _print_summary(summary):
     for task in summary['tasks']:
         first = task.get('start_to_first_step_s')
         print('[launch] %s: images/sec %.2f, first step %s after launch, dropped gradients %d'
               % (task['task'], task.get('images_per_sec') or 0.0,
                  '%.2f s' % first if first is not None else 'n/a', task['dropped_gradients']))
-    if network:
-        for name, link in summary['links']['tasks'].items():
-            print('[launch] %s link %.0f Mbit/s: %s' % (name, link['link_bps'] / 1e6, (
-                '%.2f MB sent, %.2f MB received per step, >= %.2f ms of a step' % (
-                    link['bytes_sent_per_step'] / 1e6, link['bytes_received_per_step'] / 1e6,
-                    link['comm_bound_ms'])) if link['steps'] else 'no step'))
+    for name, link in summary.get('links', {}).get('tasks', {}).items():
+        print('[launch] %s link %.0f Mbit/s: %s' % (name, link['link_bps'] / 1e6, (
+            '%.2f MB sent, %.2f MB received per step, >= %.2f ms of a global step' % (
+                link['bytes_sent_per_step'] / 1e6, link['bytes_received_per_step'] / 1e6,
+                link['comm_bound_ms'])) if 'comm_bound_ms' in link else 'no step'))
+    if summary.get('links', {}).get('global_step_ms'):
+        print('[launch] global step %.2f ms; the links take at least %.2f ms of it'
+              % (summary['links']['global_step_ms'], summary['links']['comm_bound_ms']))
     print('[launch] cluster images/sec: %.2f  wall time: %.2f s  status: %d'
-          % (summary['cluster_images_per_sec'], summary['wall_time_s'], status))
+          % (summary['cluster_images_per_sec'], summary['wall_time_s'], summary['status']))
+
+
+def main(argv=None):
+    """Runs the job; returns the exit status (0 ok, 1 a task failed, 2 bad arguments, 128 + N
+    stopped by signal N)."""
+    args, tfhp_args = _parse(sys.argv[1:] if argv is None else argv)
+    try:
+        summary, _ = launch_job(args.num_ps, args.num_workers, tfhp_args, args.timeout_s,
+                                args.keep_going, args.controller, args.link_bandwidth,
+                                args.ps_link_bandwidth)
+    except ValueError as e:
+        print('tfhp-launch: error: %s' % e, file=sys.stderr)
+        return 2
+    _print_summary(summary)
     if args.result_file:
         timing.append_json(args.result_file, summary)
-    return status
+    return summary['status']
 
 
 def run_main():

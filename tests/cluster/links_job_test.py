@@ -48,8 +48,10 @@ def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, 
     assert ps['bytes_sent_per_step'] > 2 * 197e3
     assert report['comm_bound_ms'] == pytest.approx(
         max(t['comm_bound_ms'] for t in report['tasks'].values()))
+    # A synchronous job: the ps's steps are the global steps, and the bound is per global step.
     assert ps['comm_bound_ms'] == pytest.approx(
         1000 * 8 * max(ps['bytes_sent_per_step'], ps['bytes_received_per_step']) / 1e8)
+    assert report['global_step_ms'] >= report['comm_bound_ms']
 
 
 def test_sigterm_to_a_launcher_on_shaped_links_leaves_nothing(tmp_path, available):

@@ -7,6 +7,7 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tfhp import benchmark
+from tfhp import counts as counts_lib
 from tfhp import cli
 from tfhp import config as config_lib
 from tfhp import replication
@@ -48,14 +49,16 @@ def _run_steps(reads, **remedies):
             for read in reads:
                 sess.run(ops.train_op, {manager.step_reads[0]: read})
                 weights.append(sess.run(w))
-            return weights, sess.run(manager.counters())
+            return weights, counts_lib.values(sess.run(manager.counters()))
 
 
 def test_staleness_is_the_updates_between_read_and_apply():
     # Global step 5 then 6: reads 5 (fresh), 3 (3 updates behind), 7 - 7 = 0 again.
     weights, counts = _run_steps([5, 3, 7])
+    # Staleness 0, 3, 0: the histogram holds two updates in bin 0 and one in bin 3.
     assert counts == {'staleness_count': 3, 'staleness_sum': 3, 'staleness_max': 3,
-                      'stale_gradients_dropped': 0}
+                      'stale_gradients_dropped': 0,
+                      'staleness_histogram': [2, 0, 0, 1] + [0] * (counts_lib.BINS - 4)}
     np.testing.assert_allclose(weights[-1], [-3 * LR * 2, -3 * LR * 3], rtol=1e-6)
     assert staleness.summary([counts, counts])['staleness_mean'] == 1.0
 
@@ -166,6 +169,22 @@ def test_counters_exist_before_the_graph_is_finalized():
     assert built.graph.finalized
     with tf.Session(graph=built.graph, config=session_lib.config_proto(2)) as sess:
         sess.run(built.init)
-        assert sess.run(built.manager.counters()) == {
+        assert counts_lib.values(sess.run(built.manager.counters())) == {
             'staleness_count': 0, 'staleness_sum': 0, 'staleness_max': 0,
-            'stale_gradients_dropped': 0}
+            'stale_gradients_dropped': 0, 'staleness_histogram': [0] * counts_lib.BINS}
+
+
+def test_timed_counts_leave_out_the_warm_up():
+    bins = [0] * counts_lib.BINS
+    warm = {'staleness_count': 2, 'staleness_sum': 20, 'staleness_max': 16,
+            'stale_gradients_dropped': 1, 'dropped_gradients': 2,
+            'staleness_histogram': bins[:16] + [2]}
+    end = {'staleness_count': 5, 'staleness_sum': 23, 'staleness_max': 16,
+           'stale_gradients_dropped': 1, 'dropped_gradients': 3,
+           'staleness_histogram': [1, 1, 1] + bins[3:16] + [2]}
+    timed = counts_lib.difference(end, warm)
+    # The warm-up's two updates of staleness 16+ and its drops are not the timed steps'.
+    assert timed == {'staleness_count': 3, 'staleness_sum': 3, 'staleness_max': 2,
+                     'stale_gradients_dropped': 0, 'dropped_gradients': 1,
+                     'staleness_histogram': [1, 1, 1] + bins[3:]}
+    assert counts_lib.summary(timed)['staleness_mean'] == 1.0

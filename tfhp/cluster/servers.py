@@ -43,9 +43,12 @@ def start_server(cluster_config, proto):
     address = cfg.hosts(cfg.job_name)[cfg.task_index]
     port = int(address.rsplit(':', 1)[1])
     # gRPC listens with SO_REUSEPORT: a second task started with the same index would share the
-    # port (and its connections) silently. A plain socket's bind finds the first one.
+    # port (and its connections) silently. A socket without it cannot bind next to a listener;
+    # with SO_REUSEADDR, as gRPC's, it can next to the TIME_WAIT connections a restarted task's
+    # former self left behind.
     probe = socket.socket(socket.AF_INET6 if ':' in address.rsplit(':', 1)[0] else
                           socket.AF_INET)
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         probe.bind(('', port))
     except OSError as e:
