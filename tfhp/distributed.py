@@ -328,8 +328,10 @@ def _run_worker(cfg, log, stop, fail):
     task, _ = _start(cfg, proto, agreement.settings(cfg), essential, fail)
     dog = task.dog
     # A failing worker tells the serving tasks, so they do not wait for it to the bound.
-    dog.last_words(lambda: servers.signal_done(task.server.target, cluster,
-                                               _serving_tasks(cluster), index, failed=True),
+    serving = _serving_tasks(cluster)
+    dog.last_words(lambda lost: servers.signal_done(
+        task.server.target, cluster,
+        [t for t in serving if t not in {(p.job, p.index) for p in lost}], index, failed=True),
                    min(cluster.peer_timeout_s, _LAST_WORDS_S))
     try:
         servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
@@ -442,7 +444,8 @@ def _step_runner(sess, fetches, cluster, dog):
         except _PEER_ERRORS as e:
             named = dog.named_in(e.message)
             blame = ('lost %s' % ', '.join(str(p) for p in named)) if named else dog.culprits()
-            dog.fail('%s failed (%s)%s' % (what, errors.cause(e.message, type(e).__name__), '; ' + blame if blame else ''))
+            dog.fail('%s failed (%s)%s' % (what, errors.cause(e.message, type(e).__name__),
+                                           '; ' + blame if blame else ''), lost=named)
         raise errors.PeerLost(what)  # reached only where `fail` returns (a test's)
     return run
 

@@ -82,12 +82,18 @@ class Watchdog:
                 self._stop = (what, bound_s, time.monotonic() + bound_s, status)
 
     def last_words(self, callback, bound_s):
-        """Calls callback() before ending the task (e.g. telling the ps it failed), in a
-        thread that is given bound_s: it may wait on a lost peer."""
+        """Calls callback(lost) before ending the task (e.g. telling the ps it failed), with the
+        peers known lost (not to be waited on), in a thread that is given bound_s."""
         self._last_words = (callback, bound_s)
 
-    def fail(self, message, status=EXIT_LOST):
-        """Ends the task with '<task>: <message>' (only the first call does anything)."""
+    def fail(self, message, status=EXIT_LOST, lost=()):
+        """Ends the task with '<task>: <message>' (only the first call does anything).
+
+        Args:
+          message: the line, without this task's name.
+          status: the exit status.
+          lost: `Peer`s known to be gone (the last words skip them).
+        """
         with self._lock:
             if self._failed:
                 return
@@ -95,7 +101,8 @@ class Watchdog:
         self._watch.stop()
         if self._last_words:
             callback, bound_s = self._last_words
-            thread = threading.Thread(target=callback, name='last_words', daemon=True)
+            thread = threading.Thread(target=callback, args=(set(lost),), name='last_words',
+                                      daemon=True)
             thread.start()
             thread.join(bound_s)
         self._fail('%s: %s' % (self._task, message), status)
@@ -150,5 +157,6 @@ class Watchdog:
             lost = self._watch.lost(self._essential, self._silent_s, self._still_s,
                                     answered_only=True)
             if lost:
-                self.fail('lost %s' % ', '.join('%s: %s' % item for item in lost))
+                self.fail('lost %s' % ', '.join('%s: %s' % item for item in lost),
+                          lost=[peer for peer, _ in lost])
                 return
