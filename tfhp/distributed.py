@@ -210,6 +210,7 @@ def _serve(cfg, log, stop, fail):
                           signals.exit_status(signum))
     stop.on_stop(on_stop)
     log('%s serving until %d task(s) are done' % (task.me, len(senders)))
+    task.watch.set_interval(liveness.steady_interval(cluster.peer_timeout_s))
     lost = servers.serve_until_done(task.server, cluster, state, task.watch, senders, log)
     if lost:
         raise errors.PeerLost('%s: %s failed or was lost before signalling done'
@@ -386,6 +387,7 @@ def _train_worker(cfg, log, stop, task, proto, collective, by_global_step):
             raise errors.ClusterError('%s did not initialise the model within %g s'
                                        % (chief, cluster.peer_timeout_s)) from None
     ready_time = time.time()
+    task.watch.set_interval(liveness.steady_interval(cluster.peer_timeout_s))
 
     def on_stop(signum):
         name = signal.Signals(signum).name

@@ -134,6 +134,12 @@ class _Status:
         self.last_error = 'not read yet'
 
 
+def steady_interval(peer_timeout_s):
+    """Seconds between reads of a peer while a job runs: four reads per --peer_timeout_s,
+    between 0.5 and 5 s."""
+    return min(5.0, max(0.5, peer_timeout_s / 4.0))
+
+
 class PeerWatch:
     """Reads each peer's published state in a daemon thread of its own; never blocks a caller.
 
@@ -160,8 +166,13 @@ class PeerWatch:
     def peers(self):
         return list(self._status)
 
+    def read_period_s(self):
+        """How long a peer's poller may take to read it anew: two turns and one read."""
+        return 2 * self._interval_s + self._read_timeout_ms / 1000.0
+
     def set_interval(self, interval_s):
-        """Reads less often once a job runs: liveness bounds are seconds, not milliseconds."""
+        """Reads every interval_s from now on: less often once a job runs, where the bounds
+        are --peer_timeout_s, not the fraction of a second a start-up wait wants."""
         self._interval_s = interval_s
 
     def stop(self):

@@ -105,6 +105,10 @@ class Watchdog:
                                       daemon=True)
             thread.start()
             thread.join(bound_s)
+        if status == EXIT_MISMATCH:
+            # Still answering for a few reads, so that the peers see the disagreement
+            # themselves and exit naming it too, not later for a peer that vanished.
+            time.sleep(self._watch.read_period_s())
         self._fail('%s: %s' % (self._task, message), status)
 
     def named_in(self, text):
@@ -118,7 +122,7 @@ class Watchdog:
         Peers that stopped answering first; else those that answer but made no progress, all
         of them (a hung peer and the peers waiting for it look alike from here).
         """
-        answer_s = POLL_S * 10 + 2.0  # a few reads' worth: a live peer answered since
+        answer_s = self._watch.read_period_s()  # a live peer answered since
         silent, still = [], []
         for peer in self._watch.peers:
             unanswered, no_progress, error = self._watch.silence(peer)
