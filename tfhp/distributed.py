@@ -48,12 +48,12 @@ from tfhp.cluster import sessions
 from tfhp.cluster import signals
 from tfhp.cluster import watchdog
 from tfhp.data import errors as data_errors
-from tfhp.replication import collective_allreduce
+from tfhp.replication import collective_workers
 
 # Variable updates whose synchronous steps end at a global step shared by every worker.
 _SYNC_BY_GLOBAL_STEP = ('parameter_server', 'distributed_replicated', 'collective_all_reduce')
 # The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
-_CONTROL_GROUP_KEY = collective_allreduce.GROUP_KEY + 1
+_CONTROL_GROUP_KEY = collective_workers.GROUP_KEY + 1
 # Bound on a failing worker's telling the serving tasks (it ends the task right after).
 _LAST_WORDS_S = 5.0
 # Errors of a run that mean a peer went away (or the run was cancelled because one did).
@@ -113,7 +113,7 @@ def _server_proto(cfg, collective):
                                      num_intra_threads=cfg.device.num_intra_threads,
                                      num_inter_threads=cfg.device.num_inter_threads)
     if collective:
-        proto.experimental.collective_group_leader = collective_allreduce.GROUP_LEADER
+        proto.experimental.collective_group_leader = collective_workers.GROUP_LEADER
     return proto
 
 

@@ -122,14 +122,18 @@ def test_sigterm_to_the_launcher_stops_every_task_and_keeps_the_step_reached(tmp
     assert reached['worker 0'] == reached['worker 1'] == _checkpoint_step(train_dir) > 20
 
 
-def test_sigterm_to_one_worker_stops_the_whole_job_at_a_common_step(hand_started, tmp_path):
+@pytest.mark.parametrize('update', ['parameter_server', 'collective_all_reduce'])
+def test_sigterm_to_one_worker_stops_the_whole_job_at_a_common_step(hand_started, tmp_path,
+                                                                    update):
+    # With ps tasks the stop goes through ps 0; all-reduce workers all-reduce theirs each step.
     train_dir = tmp_path / 'train'
-    job = hand_started(1, 2, '--train_dir=%s' % train_dir, *LONG).start_all()
+    job = hand_started(int(update == 'parameter_server'), 2, '--train_dir=%s' % train_dir,
+                       '--variable_update=' + update, *LONG).start_all()
     job.wait_for_line(('worker', 1), 'step 20\t', jobs.JOB_TIMEOUT_S)
     job.signal(('worker', 1), signal.SIGTERM)
     ended = job.wait(list(job.commands), STEP_S + 2 * PEER_S + SLACK_S)
     assert ended[('worker', 1)][0] == 128 + signal.SIGTERM, job.log(('worker', 1))[-2000:]
-    assert ended[('worker', 0)][0] == 0 and ended[('ps', 0)][0] == 0, ended
+    assert {status for task, (status, _) in ended.items() if task != ('worker', 1)} == {0}
     steps = [job.result(w)['global_step'] for w in (('worker', 0), ('worker', 1))]
     assert steps[0] == steps[1] == _checkpoint_step(train_dir)
     assert 'asked to stop (signal 15)' in job.log(('worker', 0))

@@ -16,6 +16,8 @@ Asynchronous workers stop after their next step.
 """
 import tensorflow.compat.v1 as tf
 
+from tfhp.ops import collective
+
 END = 'tfhp_end_step'
 STOP = 'tfhp_stop'
 NEVER = 2 ** 62
@@ -103,9 +105,8 @@ def all_reduce_max(num_workers, group_key, instance_key, timeout_s):
     step. The group is this worker's CPU in every worker; its keys must not be the manager's.
     """
     def combine(stop):
-        return tf.raw_ops.CollectiveReduce(
-            input=stop, group_size=num_workers, group_key=group_key, instance_key=instance_key,
-            merge_op='Max', final_op='Id', subdiv_offsets=[0], timeout_seconds=timeout_s)
+        return collective.reduce(stop, num_workers, group_key, instance_key, merge_op='Max',
+                                 timeout_s=timeout_s)
     return combine
 
 

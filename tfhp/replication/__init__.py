@@ -5,7 +5,7 @@ from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
 from tfhp.ops import packing
 from tfhp.replication import async_replicas
-from tfhp.replication import collective_allreduce
+from tfhp.replication import collective_workers
 from tfhp.replication import distributed_replicated
 from tfhp.replication import independent
 from tfhp.replication import parameter_server
@@ -76,7 +76,7 @@ def _between_graph_manager(strategy, topology, cluster, transfer_dtype):
     transfer_dtype, None: their own)."""
     worker = topology.input_device
     if strategy == 'collective_all_reduce':
-        return collective_allreduce.CollectiveAllReduce(
+        return collective_workers.CollectiveWorkers(
             topology.tower_devices, topology.num_workers, topology.is_chief,
             timeout_s=cluster.step_timeout_s, transfer_dtype=transfer_dtype)
     sync = None

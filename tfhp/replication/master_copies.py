@@ -5,7 +5,7 @@ variable under its canonical name, placed by `master_device_fn`) and, per tower,
 on the tower's device that the tower computes with. A refresh copies masters to copies, reading
 each master once per worker. Non-trainable variables (batch-norm statistics) are not copied:
 every tower uses the master. Used by `DistributedReplicated` (masters on the ps tasks) and
-`CollectiveAllReduce` (masters on the worker's first tower device).
+`CollectiveWorkers` (masters on the worker's first tower device).
 """
 import contextlib
 

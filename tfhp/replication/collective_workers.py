@@ -1,21 +1,24 @@
-"""Collective all-reduce across workers: no parameter server.
+"""Collective all-reduce across between-graph workers: no parameter server.
 
 Each worker keeps the variables itself: masters on its first tower device, local copies on its
 other towers (`MasterCopies`). Per step it means its towers' gradients, all-reduces that mean with
-every other worker's through TensorFlow's collective ops (`CollectiveReduce`, ring over gRPC),
+every other worker's through TensorFlow's collective ops (`tfhp.ops.collective.reduce`, ring
+over gRPC),
 applies the result to its masters with its own optimizer and refreshes its copies. Every worker
 applies the same update to the same values, so the masters stay equal; each increments its own
 global step, in lockstep. At session start the chief's variables (global step included) are
-broadcast to every worker (`CollectiveBcastSend/Recv`), so workers that initialised with
+broadcast to every worker (`tfhp.ops.collective.broadcast`), so workers that initialised with
 different values, or did not restore the chief's checkpoint, start equal.
 
 The runtime matches the ops of one collective across processes by (group key, instance key):
 keys come from a counter in graph-building order, which is the same on every worker because
 every worker builds the same graph. Sessions and servers need
-`ConfigProto.experimental.collective_group_leader` (`tfhp.distributed` sets it).
+`ConfigProto.experimental.collective_group_leader` (`tfhp.distributed` sets it). The group of
+this manager is GROUP_KEY; other collectives between the same workers take other keys.
 """
 import tensorflow.compat.v1 as tf
 
+from tfhp.ops import collective
 from tfhp.ops import scopes
 from tfhp.replication import async_replicas
 from tfhp.replication import base
@@ -36,7 +39,7 @@ class _BroadcastHook(tf.train.SessionRunHook):
         session.run(self._init_op)
 
 
-class CollectiveAllReduce(base.VariableManager):
+class CollectiveWorkers(base.VariableManager):
     """Variables on every worker, gradients all-reduced across workers.
 
     Args:
@@ -70,10 +73,8 @@ class CollectiveAllReduce(base.VariableManager):
         return self._copies.trainable_variables(tower)
 
     def _all_reduce_mean(self, tensor):
-        return tf.raw_ops.CollectiveReduce(
-            input=tensor, group_size=self._num_workers, group_key=GROUP_KEY,
-            instance_key=self._instance_key(), merge_op='Add', final_op='Div',
-            subdiv_offsets=[0], timeout_seconds=self._timeout_s)
+        return collective.reduce(tensor, self._num_workers, GROUP_KEY, self._instance_key(),
+                                 final_op='Div', timeout_s=self._timeout_s)
 
     def _broadcast_from_chief(self, variables):
         assigns = []
@@ -81,15 +82,13 @@ class CollectiveAllReduce(base.VariableManager):
             key = self._instance_key()
             with tf.device(var.device):
                 if self._is_chief:
-                    assigns.append(tf.raw_ops.CollectiveBcastSend(
-                        input=var.read_value(), group_size=self._num_workers,
-                        group_key=GROUP_KEY, instance_key=key, shape=var.shape,
-                        timeout_seconds=self._timeout_s))
+                    assigns.append(collective.broadcast(var.read_value(), self._num_workers,
+                                                        GROUP_KEY, key, self._timeout_s))
                 else:
-                    assigns.append(var.assign(tf.raw_ops.CollectiveBcastRecv(
-                        T=var.dtype.base_dtype, group_size=self._num_workers,
-                        group_key=GROUP_KEY, instance_key=key, shape=var.shape,
-                        timeout_seconds=self._timeout_s), read_value=False))
+                    received = collective.broadcast((var.shape, var.dtype.base_dtype),
+                                                    self._num_workers, GROUP_KEY, key,
+                                                    self._timeout_s)
+                    assigns.append(var.assign(received, read_value=False))
         return assigns
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
