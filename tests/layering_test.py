@@ -1,7 +1,8 @@
 """Import rules: dependencies point down, flags stop at the entry points.
 
-ops -> TensorFlow only; pipelines -> ops; replication -> ops, topology; models -> models;
-library modules never import absl.flags; nothing in tfhp imports experiments.
+ops -> TensorFlow only; pipelines -> ops; replication -> ops, topology, counts; models -> models;
+library modules never import absl.flags; nothing in tfhp imports experiments; no import
+cycle among tfhp modules.
 """
 import ast
 import os
@@ -15,7 +16,8 @@ ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfh
 ALLOWED = {
     'tfhp/ops/': ('tfhp.ops',),
     'tfhp/pipelines/': ('tfhp.ops', 'tfhp.pipelines'),
-    'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology'),
+    # counts: the pure arithmetic of the counters managers keep (the launcher shares it).
+    'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology', 'tfhp.counts'),
     'tfhp/models/': ('tfhp.models',),
     # Data-set writers share the record format with the pipelines (its one definition).
     'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat'),
@@ -54,3 +56,64 @@ def test_module_imports_follow_the_layers(relpath, path):
         if relpath.startswith(package):
             bad = [i for i in imports if i.startswith('tfhp') and not i.startswith(allowed)]
             assert not bad, '%s imports %s' % (relpath, bad)
+
+
+def _module_name(path):
+    name = os.path.relpath(path, ROOT)[:-len('.py')].replace(os.sep, '.')
+    return name[:-len('.__init__')] if name.endswith('.__init__') else name
+
+
+def _import_graph():
+    """{tfhp module: the tfhp modules it imports}, imports inside functions included (a
+    deferred import is a cycle all the same, only hidden)."""
+    paths = {_module_name(path): path for _, path in _modules()}
+    graph = {}
+    for module, path in paths.items():
+        targets = set()
+        for name in _imports(path):
+            # `from a.b import c` names module a.b.c, or a name c of module a.b.
+            while name and name not in paths:
+                name = name.rpartition('.')[0]
+            if name and name != module:
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def _cycles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_among_tfhp_modules():
+    graph = _import_graph()
+    assert len(graph) > 80 and 'tfhp.benchmark' in graph['tfhp.distributed']
+    assert not _cycles(graph), 'import cycles: %s' % _cycles(graph)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}) == [['a', 'b', 'c']]
+    assert _cycles({'a': {'b'}, 'b': set()}) == []
