@@ -81,3 +81,20 @@ def test_mark_against_a_reference_and_the_conclusion_lines():
     assert lines == ['x, by median: ref 2, near 3, far 8',
                      '  real (ranges apart): ref is below far; near is below far',
                      '  within noise (ranges overlap, or too few repeats): ref vs near']
+
+
+def test_table_cells_marks_and_legend(capsys):
+    from experiments import common  # pylint: disable=g-import-not-at-top
+    ref = {'label': 'ref', 'images': _s(6400, 8000, 9600), 'rate': _s(2e9, 3e9, 4e9)}
+    far = {'label': 'far', 'images': _s(12800, 16000, None), 'rate': _s(1e9, 2.5e9, 5e9)}
+    stats.mark([ref, far], ref, ['images', 'rate'])
+    common.print_table([ref, far], [('row', 'label', None), ('images', 'images', '%d'),
+                                     ('GB/s', 'rate', '%.1f', 1e-9)], 'ref')
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ['ref', '8000', '[6400\u20139600]', '3.0', '[2.0\u20134.0]']
+    assert lines[2].split() == ['far', '16000', '[12800\u2013n/r]', '*', '2.5', '[1.0\u20135.0]']
+    assert lines[3] == ('cells: median [min\u2013max] over 3 repeats; n/r: not reached within '
+                        'the budget')
+    assert lines[4].startswith('*: range apart from that of ref:')
+    with pytest.raises(Exception, match='--repeats=0'):
+        common.run_in_rounds([lambda seed: {}], 0, 1)
