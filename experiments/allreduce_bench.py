@@ -175,9 +175,11 @@ def plot(records, memcpy, path):
     sizes = sorted({r['bytes'] for r in records})
     plots.line_panels(path, panels, 'tensor size per device',
                       'bus bandwidth 2(N-1)/N S/t, GB/s', logx=True, logy=True,
-                      title='all-reduce bus bandwidth, median and min-max of %d runs'
-                      % records[0]['seconds']['n'],
-                      xticks=[(s, _size_label(s)) for s in sizes])
+                      title='all-reduce bus bandwidth, median and min-max of %d runs; t includes '
+                      'one session.run (a no-op takes %.0f us)' % (
+                          records[0]['seconds']['n'],
+                          records[0]['session_run_floor_seconds'] * 1e6),
+                      xticks=[(s, _size_label(s)) for s in sizes], sharey=True)
 
 
 TABLE = [('algorithm', 'algorithm', None), ('N', 'num_devices', '%d'), ('bytes', 'bytes', '%d'),

@@ -159,10 +159,10 @@ def plot(records, path):
         panels.append((model, series, []))
     workers = sorted({r['num_workers'] for r in null})
     plots.line_panels(path, panels, 'workers (processes on this machine, loopback gRPC)',
-                      'global steps/sec (chief)', logy=True,
+                      "global steps/sec (the chief's count)", logy=True,
                       title='null models, %d ps tasks: median and min-max of %d repeats' % (
                           null[0]['num_ps'], null[0]['repeats']),
-                      xticks=[(n, str(n)) for n in workers])
+                      xticks=[(n, str(n)) for n in workers], sharey=True)
 
 
 def main(argv):

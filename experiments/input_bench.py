@@ -91,8 +91,9 @@ def data_dir(setting, options):
 def tfhp_args(options, m, seed=1234):
     """The `python -m tfhp` flags of measurement m."""
     model, image_size, _, batch_size, _ = SETTINGS[m.setting]
-    args = ['--tf_random_seed=%d' % seed, '--model=' + model, '--batch_size=%d' % batch_size, '--image_size=%d' % image_size,
-            '--num_classes=10', '--num_inter_threads=%d' % m.threads[0],
+    args = ['--tf_random_seed=%d' % seed, '--model=' + model, '--batch_size=%d' % batch_size,
+            '--image_size=%d' % image_size, '--num_classes=10',
+            '--num_inter_threads=%d' % m.threads[0],
             '--num_intra_threads=%d' % m.threads[1], '--num_batches=%d' % options.num_batches,
             '--num_warmup_batches=%d' % options.num_warmup_batches]
     if m.real:

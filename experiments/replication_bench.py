@@ -11,7 +11,7 @@ repeats, '*' marking a range apart from `independent`'s at the same device count
 aggregation at all: the reference; experiments/stats.py). Prints a table and one JSON line per
 row (appended to --result_file if given); --plot draws images/sec and efficiency vs devices.
 
-  python -m experiments.replication_bench --plot=replication.png   # full figures (~15 minutes)
+  python -m experiments.replication_bench --plot=replication.png   # all 13 variants: ~7 minutes
   python -m experiments.replication_bench --devices=1,2 --num_batches=2 --variants=replicated
 """
 import functools
@@ -122,7 +122,8 @@ def print_tables(records):
         reference = next((r for r in rows if r['variant'] == REFERENCE), None)
         if reference:
             stats.mark(rows, reference, FIGURES)
-        common.print_table(rows, TABLE, reference and '%s on %d devices' % (REFERENCE, n))
+        common.print_table(rows, TABLE, reference and '%s on %d device%s' % (
+            REFERENCE, n, '' if n == 1 else 's'))
         print()
 
 
@@ -133,11 +134,12 @@ def plot(records, path):
                      [r.get(key) for r in records if r['variant'] == v]) for v in variants]
               for key in ('images_per_sec', 'scaling_efficiency')}
     counts = sorted({r['num_devices'] for r in records})
-    plots.line_panels(path, [('images/sec (all devices together)', series['images_per_sec'],
-                              []),
-                             ('scaling efficiency: images/sec / (N x 1 device)',
-                              series['scaling_efficiency'], [(1.0, 'linear scaling')])],
-                      'devices (virtual CPU devices share the host cores)', 'images/sec | ratio',
+    plots.line_panels(path, [('throughput, all devices together', series['images_per_sec'],
+                              [], 'images/sec'),
+                             ('scaling efficiency', series['scaling_efficiency'],
+                              [(1.0, 'linear scaling')],
+                              'images/sec on N / (N x images/sec on 1)')],
+                      'devices (virtual CPU devices share the host cores)', None,
                       title='in-graph replication, %s, median and min-max of %d repeats' % (
                           records[0]['model'], records[0]['repeats']),
                       xticks=[(n, str(n)) for n in counts])

@@ -13,6 +13,7 @@ or a shaded band. A None median or bound (a target not reached) is left out of t
   stage_breakdown   the diagnose report: self time per stage and device, step time per run
 """
 import io
+import math
 import statistics
 
 INSTALL_HINT = "--plot needs matplotlib, which is not installed: pip install -e '.[plots]'"
@@ -95,43 +96,68 @@ def _present(xs, summaries):
     return [(x, s) for x, s in zip(xs, summaries) if s is not None and s['median'] is not None]
 
 
+def _dodged(xs, index, count, logx):
+    """xs shifted a little per series, so that error bars at the same x do not hide each other.
+
+    The series spread over a fifth of the smallest gap between neighbouring xs (in log space
+    on a log axis), centred on the true x.
+    """
+    ordered = sorted(set(xs))
+    if count < 2 or len(ordered) < 2:
+        return xs
+    space = [math.log(x) for x in ordered] if logx else ordered
+    gap = min(b - a for a, b in zip(space, space[1:]))
+    shift = 0.2 * gap * (index / (count - 1.0) - 0.5)
+    return [x * math.exp(shift) if logx else x + shift for x in xs]
+
+
 def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None,
-                xticks=None):
+                xticks=None, sharey=False):
     """One panel per group: a line per series through the medians, min-max error bars.
 
     Args:
       path: the PNG to write.
-      panels: [(panel title, series, reference lines)]; series: [(label, xs, summaries)];
-        reference lines: [(y, label)] drawn dashed across the panel (e.g. memcpy bandwidth).
-      xlabel, ylabel: axis labels, with units.
-      logx, logy: log scales (for x or y spanning decades).
+      panels: [(panel title, series, reference lines)] or (..., reference lines, y label);
+        series: [(label, xs, summaries)]; reference lines: [(y, label)] drawn dashed across
+        the panel (e.g. memcpy bandwidth).
+      xlabel, ylabel: axis labels, with units (a panel's own y label wins).
+      logx, logy: log scales (for x or y spanning decades); a linear y starts at 0.
       title: the figure's title.
       xticks: [(x, label)] to mark, e.g. sizes as '1 KiB'.
+      sharey: one y axis for every panel (same figure, same scale: panels compare).
     """
     pyplot = _pyplot()
+    from matplotlib import ticker  # pylint: disable=g-import-not-at-top
     figure, axes = pyplot.subplots(1, len(panels), figsize=(5.5 * len(panels) + 1, 4.2),
-                                   squeeze=False)
-    for ax, (panel_title, series, references) in zip(axes[0], panels):
-        for label, xs, summaries in series:
+                                   squeeze=False, sharey=sharey)
+    for ax, panel in zip(axes[0], panels):
+        panel_title, series, references = panel[:3]
+        for index, (label, xs, summaries) in enumerate(series):
             points = _present(xs, summaries)
             if not points:
                 continue
             medians = [s['median'] for _, s in points]
             below = [s['median'] - s['min'] for _, s in points]
             above = [0.0 if s['max'] is None else s['max'] - s['median'] for _, s in points]
-            ax.errorbar([x for x, _ in points], medians, yerr=[below, above], marker='o',
-                        markersize=4, capsize=3, label=label)
+            ax.errorbar(_dodged([x for x, _ in points], index, len(series), logx), medians,
+                        yerr=[below, above], marker='o', markersize=4, capsize=3, label=label)
         for y, label in references:
             ax.axhline(y, color='black', linestyle='--', linewidth=1, label=label)
         ax.set_xscale('log' if logx else 'linear')
         ax.set_yscale('log' if logy else 'linear')
+        if logy:  # numbers at 1, 2, 5 x 10^k read better than powers of ten alone
+            ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: '%g' % v))
+            ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        else:
+            ax.set_ylim(bottom=0)
         if xticks:
             ax.set_xticks([x for x, _ in xticks])
             ax.set_xticklabels([t for _, t in xticks], rotation=45 if len(xticks) > 5 else 0)
             ax.minorticks_off()
         ax.set_title(panel_title, fontsize=10)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
+        ax.set_ylabel(panel[3] if len(panel) > 3 else ylabel)
         ax.grid(alpha=0.3, which='both')
         ax.legend(fontsize=7)
     if title:
@@ -147,7 +173,7 @@ def stage_breakdown(path, diagnosis):
       diagnosis: a `tfhp.profiling.bottleneck.Diagnosis`.
     """
     pyplot = _pyplot()
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.2),
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.8),
                                             gridspec_kw={'width_ratios': [3, 2]})
     devices = list(diagnosis.stage_ms)
     stages = []
@@ -161,15 +187,16 @@ def stage_breakdown(path, diagnosis):
     left.invert_yaxis()
     left.set_xlabel('self time in the traced step, ms (a bar adds up to the device\'s busy time)')
     left.set_title('time per stage and device (one traced step)', fontsize=10)
-    left.legend(fontsize=8, ncol=2)
+    left.legend(fontsize=8, ncol=min(len(stages), 5), loc='upper center',
+                bbox_to_anchor=(0.5, -0.2))
     left.grid(alpha=0.3, axis='x')
     names = list(diagnosis.runs)
     step_ms = [diagnosis.runs[n]['step_time_ms']['p50'] for n in names]
-    bars = right.barh(names, step_ms, color=['tab:red'] + ['tab:grey'] * (len(names) - 1))
+    bars = right.barh(names, step_ms, color=['black'] + ['silver'] * (len(names) - 1))
     right.bar_label(bars, fmt='%.1f ms', fontsize=8)
     right.invert_yaxis()
     right.set_xlabel('median step time, ms')
-    right.set_title('the configuration and its ablations', fontsize=10)
+    right.set_title('the configuration (black) and its ablations', fontsize=10)
     right.set_xlim(0, max(step_ms) * 1.25)
     figure.suptitle(_wrap(diagnosis.verdict, 130), fontsize=9)
     _save(figure, path)
