@@ -55,7 +55,7 @@ def run(remedies, mode, options, data_dir, work_dir, max_staleness, warmup_steps
             for record, remedy in zip(records, remedies)]
 
 
-TABLE = four_combos.TABLE[:5] + [('staleness mean', 'staleness_mean', '%.2f'),
+TABLE = [('remedy', 'label', None)] + four_combos.TABLE[1:5] + [('staleness mean', 'staleness_mean', '%.2f'),
                                  ('staleness max', 'staleness_max', '%d'),
                                  ('dropped stale', 'stale_gradients_dropped', '%d')]
 

@@ -76,7 +76,8 @@ def accuracy_curves(path, series, target=None, title=None):
             line, = ax.plot(xs, [a[0] for a in accuracy], marker='.', label='%s (%d repeats)'
                             % (label, len(curves)))
             ax.fill_between(xs, [a[1] for a in accuracy], [a[2] for a in accuracy],
-                            color=line.get_color(), alpha=0.18, linewidth=0)
+                            color=line.get_color(), alpha=0.18 if len(series) <= 4 else 0.09,
+                            linewidth=0)
     axes[0].set_xlabel('images trained (updates applied x images per update)')
     axes[1].set_xlabel('training seconds (timed steps; median over the repeats)')
     axes[0].set_ylabel('validation top-1 accuracy')
