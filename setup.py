@@ -18,6 +18,8 @@ setuptools.setup(
         'test': ['pytest>=7'],
         # scikit-learn ships the 8x8 digits on disk: a small real data set (tfhp.data.digits).
         'digits': ['scikit-learn'],
+        # --plot of the experiments and of `python -m tfhp.diagnose` (tfhp.plots); optional.
+        'plots': ['matplotlib'],
     },
     entry_points={'console_scripts': [
         'tfhp=tfhp.cli:run_main',

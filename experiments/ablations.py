@@ -13,12 +13,16 @@
                   split over the ps tasks), 2 asynchronous workers
 
 One-process configurations run as `python -m tfhp`, jobs through `tfhp.launch`; a configuration
-tfhp refuses is listed with its reason. Prints a table and one JSON line per configuration.
+tfhp refuses is listed with its reason (and not repeated). Every configuration runs --repeats
+times (seeds --tf_random_seed + r), in rounds over all of them; figures are median [min-max]
+over the repeats, '*' marking a range apart from the ablation's reference setting (the gain's,
+else its first; experiments/stats.py). Prints a table and one JSON line per configuration.
 
-  python -m experiments.ablations                               # all, ~10 minutes on 2 cores
+  python -m experiments.ablations                               # all, ~12 minutes on 2 cores
   python -m experiments.ablations --ablations=backup_workers --straggler_delay_ms=500
 """
 import collections
+import functools
 import os
 import tempfile
 
@@ -28,6 +32,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 from experiments import common
+from experiments import stats
 
 ABLATIONS = ('pipelining', 'data_format', 'batchnorm', 'variable_update', 'backup_workers',
              'ps_count')
@@ -97,39 +102,75 @@ def configurations(ablation, data_dir, num_devices, straggler_delay_ms):
     raise ValueError('unknown ablation %r; one of %s' % (ablation, ', '.join(ABLATIONS)))
 
 
-def measure(ablation, configuration, run_args, timeout_s):
+def measure(ablation, configuration, run_args, timeout_s, seed=1234):
     """Runs one configuration; returns its JSON record (with `error` if it did not run)."""
     c = configuration
     record = {'study': 'ablations', 'ablation': ablation, 'setting': c.label, 'num_ps': c.num_ps,
-              'num_workers': c.num_workers, 'flags': c.args + list(run_args)}
+              'num_workers': c.num_workers, 'flags': c.args + list(run_args),
+              'seed': seed}
+    run_flags = record['flags'] + ['--tf_random_seed=%d' % seed]
     if not c.num_workers:
-        outcome = common.run_tfhp(record['flags'], timeout_s)
+        outcome = common.run_tfhp(run_flags, timeout_s)
         if outcome.error:
             return dict(record, error=outcome.error)
         return dict(record, images_per_sec=outcome.result['images_per_sec'],
                     step_time_ms=outcome.result['step_time_ms']['p50'])
-    run = common.run_cluster(c.num_ps, c.num_workers, record['flags'], timeout_s)
+    run = common.run_cluster(c.num_ps, c.num_workers, run_flags, timeout_s)
     if run.error:
         return dict(record, error=run.error)
-    steps_per_sec = run.summary['global_steps_per_sec']
-    return dict(record, images_per_sec=run.summary['cluster_images_per_sec'],
+    job = common.cluster_figures(run.summary)
+    steps_per_sec = job['global_steps_per_sec']
+    return dict(record, images_per_sec=job['images_per_sec'],
                 global_steps_per_sec=steps_per_sec,
                 step_time_ms=1000.0 / steps_per_sec if steps_per_sec else None,
-                dropped_gradients=run.summary['dropped_gradients'])
+                dropped_gradients=job['dropped_gradients'])
 
+
+def once_refused(measure_fn):
+    """measure_fn(seed), except that a refused configuration is not run again."""
+    refused = []
+
+    def measure_seed(seed):
+        if refused:
+            return dict(refused[0], seed=seed)
+        record = measure_fn(seed)
+        if record.get('error', '').startswith('refused'):
+            refused.append(record)
+        return record
+    return measure_seed
+
+
+FIGURES = ('images_per_sec', 'step_time_ms', 'global_steps_per_sec', 'dropped_gradients',
+           'step_time_gain')
 
 # The setting each gain is measured against, per ablation that reports one.
 GAIN_REFERENCES = {'pipelining': 'sequential input', 'backup_workers': 'straggler, 3 of 3'}
 
 
 def add_gains(records):
-    """Each setting's gain: its reference's step time over its own (GAIN_REFERENCES)."""
+    """Each setting's gain per repeat: its reference's step time over its own (GAIN_REFERENCES).
+
+    Args:
+      records: combined records (`stats.combine`); repeat r is compared with repeat r.
+    """
     for ablation, reference in GAIN_REFERENCES.items():
         by_setting = {r['setting']: r for r in records if r['ablation'] == ablation}
         base = by_setting.get(reference, {}).get('step_time_ms')
         for r in by_setting.values():
             if base and r.get('step_time_ms'):
-                r['step_time_gain'] = base / r['step_time_ms']
+                r['step_time_gain'] = stats.summarise([
+                    b / own for b, own in zip(base['values'], r['step_time_ms']['values'])
+                    if b is not None and own])
+    return records
+
+
+def mark(records):
+    """Marks each ablation's settings against its reference (the gain's, else the first)."""
+    for ablation in dict.fromkeys(r['ablation'] for r in records):
+        rows = [r for r in records if r['ablation'] == ablation]
+        reference = next((r for r in rows if r['setting'] == GAIN_REFERENCES.get(ablation)),
+                         rows[0])
+        stats.mark(rows, reference, FIGURES)
     return records
 
 
@@ -148,10 +189,13 @@ def main(_):
     run_args = ['--num_batches=%d' % FLAGS.num_batches,
                 '--num_warmup_batches=%d' % FLAGS.num_warmup_batches,
                 '--display_every=%d' % FLAGS.num_batches] + FLAGS.tfhp_flags
-    records = [measure(a, c, run_args, FLAGS.timeout_s) for a in FLAGS.ablations
-               for c in configurations(a, data_dir, FLAGS.num_devices,
-                                       FLAGS.straggler_delay_ms)]
-    common.print_table(add_gains(records), TABLE)
+    measures = [once_refused(functools.partial(measure, a, c, run_args, FLAGS.timeout_s))
+                for a in FLAGS.ablations
+                for c in configurations(a, data_dir, FLAGS.num_devices,
+                                        FLAGS.straggler_delay_ms)]
+    records = common.repeat_in_rounds(measures, FLAGS.repeats, FLAGS.tf_random_seed, FIGURES)
+    common.print_table(mark(add_gains(records)), TABLE,
+                       "each ablation's reference setting (the gain's, else its first)")
     common.write_records(records, FLAGS.result_file)
 
 
@@ -162,6 +206,8 @@ if __name__ == '__main__':
     flags.DEFINE_float('straggler_delay_ms', 200.0, 'backup_workers: the straggler\'s delay.')
     flags.DEFINE_integer('num_batches', 30, 'Timed steps per configuration.')
     flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per configuration.')
+    flags.DEFINE_integer('repeats', 3, 'Runs of each configuration (seeds --tf_random_seed + r).')
+    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
     flags.DEFINE_float('timeout_s', 600.0, 'Bound on each configuration.')
     flags.DEFINE_string('work_dir', os.path.join(tempfile.gettempdir(), 'tfhp_ablations'),
                         'Where the generated data set lives.')

@@ -1,19 +1,21 @@
 """All-reduce microbenchmark: bytes/sec of each algorithm vs tensor size, next to memcpy.
 
 For each device count and tensor size (float32, 1 KB to 64 MB by default) every algorithm
-all-reduces one variable-resident tensor per device; the op is run (outputs kept on the devices,
-nothing fetched) `repeats` times after a warm-up, and the median time t gives
+all-reduces one variable-resident tensor per device; after one warm-up run of every op, each op
+is run (one element of each output fetched) once per round for --repeats rounds over all the
+points (a slow spell of the machine hits them alike), and each time t gives
   algbw = S / t                       (bytes of one tensor per second)
   busbw = 2 (N - 1) / N * S / t       (what a ring moves per device: comparable across N)
-The machine's memcpy bandwidth (numpy copy of a --memcpy_bytes buffer) is measured in the same
-run, and so is the floor: the median time of a `session.run` of a no-op, which every point
-includes. On virtual CPU devices a cross-device "copy" hands over the buffer without copying, so the
-figures measure the adds, the splitting and the scheduling, with memcpy as the yardstick.
+reported as median [min-max] over the repeats (experiments/stats.py), '*' marking a range apart
+from `pscpu`'s at the same size and N. No op here is random: the repeats are timings of the one
+graph, so no seed varies. The machine's memcpy bandwidth (numpy copy of a --memcpy_bytes buffer)
+is measured in the same run, and so is the floor: a `session.run` of a no-op, which every point
+includes. On virtual CPU devices a cross-device "copy" hands over the buffer without copying, so
+the figures measure the adds, the splitting and the scheduling, with memcpy as the yardstick.
 
-  python -m experiments.allreduce_bench                           # full figures
+  python -m experiments.allreduce_bench --plot=allreduce.png      # full figures
   python -m experiments.allreduce_bench --devices=2 --sizes=1k,64k --repeats=2
 """
-import statistics
 import time
 
 from absl import app
@@ -22,8 +24,10 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from experiments import common
+from experiments import stats
 from tfhp import compat
 from tfhp import devices as devices_lib
+from tfhp import plots
 from tfhp import session as session_lib
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
@@ -45,9 +49,12 @@ def define_flags():
     flags.DEFINE_list('devices', ['2', '4'], 'Device counts.')
     flags.DEFINE_list('sizes', ['1k', '4k', '16k', '64k', '256k', '1m', '4m', '16m', '64m'],
                       'Tensor sizes in bytes (k = 1024, m = 1024k).')
-    flags.DEFINE_integer('repeats', 10, 'Timed runs per point (the median is reported).')
+    flags.DEFINE_integer('repeats', 10, 'Timed runs per point, in rounds over the points; '
+                         'figures are median [min-max] of them.')
     flags.DEFINE_string('memcpy_bytes', '64m', 'Buffer size of the memcpy measurement.')
     flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+    flags.DEFINE_string('plot', None, 'Write bus bandwidth vs size, memcpy drawn, here (PNG; '
+                        'needs matplotlib).')
 
 
 def parse_bytes(text):
@@ -58,7 +65,7 @@ def parse_bytes(text):
 
 
 def memcpy_bytes_per_sec(num_bytes, repeats):
-    """Median bandwidth of numpy copying a num_bytes buffer into another."""
+    """Bandwidth of numpy copying a num_bytes buffer into another: a summary of the repeats."""
     src = np.ones(num_bytes // 4, np.float32)
     dst = np.empty_like(src)
     np.copyto(dst, src)
@@ -67,17 +74,13 @@ def memcpy_bytes_per_sec(num_bytes, repeats):
         start = time.perf_counter()
         np.copyto(dst, src)
         times.append(time.perf_counter() - start)
-    return num_bytes / statistics.median(times)
+    return stats.summarise([num_bytes / t for t in times])
 
 
-def _median_run_seconds(sess, op, repeats):
-    sess.run(op)  # warm-up: builds the executor, allocates
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        sess.run(op)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _seconds(sess, op):
+    start = time.perf_counter()
+    sess.run(op)
+    return time.perf_counter() - start
 
 
 def _algorithm(name, devices):
@@ -114,38 +117,92 @@ def measure(algorithms, num_devices, sizes, repeats):
         no_op = tf.no_op()
     graph.finalize()
     proto = session_lib.config_proto(num_cpu_devices=num_devices if kind == 'cpu' else 1)
-    records = []
     with tf.Session(graph=graph, config=proto) as sess:
         sess.run(init)
-        floor = _median_run_seconds(sess, no_op, repeats)
-        for name, size, op in points:
-            seconds = _median_run_seconds(sess, op, repeats)
-            records.append({'study': 'allreduce', 'algorithm': name, 'device': kind,
-                            'num_devices': num_devices, 'bytes': size, 'seconds_p50': seconds,
-                            'session_run_floor_seconds': floor,
-                            'algbw_bytes_per_sec': size / seconds,
-                            'busbw_bytes_per_sec': 2.0 * (num_devices - 1) / num_devices *
-                                                   size / seconds})
+        for op in [no_op] + [op for _, _, op in points]:
+            sess.run(op)  # warm-up: builds the executor, allocates
+        times = [[] for _ in range(len(points) + 1)]
+        for _ in range(repeats):
+            for op, op_times in zip([no_op] + [op for _, _, op in points], times):
+                op_times.append(_seconds(sess, op))
+    floor = stats.summarise(times[0])['median']
+    records = []
+    for (name, size, _), seconds in zip(points, times[1:]):
+        records.append({'study': 'allreduce', 'algorithm': name, 'device': kind,
+                        'num_devices': num_devices, 'bytes': size,
+                        'seconds': stats.summarise(seconds),
+                        'session_run_floor_seconds': floor,
+                        'algbw_bytes_per_sec': stats.summarise([size / t for t in seconds]),
+                        'busbw_bytes_per_sec': stats.summarise(
+                            [2.0 * (num_devices - 1) / num_devices * size / t
+                             for t in seconds])})
     return records
 
 
+REFERENCE = 'pscpu'
+FIGURES = ('seconds', 'algbw_bytes_per_sec', 'busbw_bytes_per_sec')
+
+
+def mark(records):
+    """Marks every record against the reference algorithm's at the same N and size."""
+    for key in {(r['num_devices'], r['bytes']) for r in records}:
+        group = [r for r in records if (r['num_devices'], r['bytes']) == key]
+        reference = next((r for r in group if r['algorithm'] == REFERENCE), None)
+        if reference:
+            stats.mark(group, reference, FIGURES)
+    return records
+
+
+def _size_label(num_bytes):
+    for unit, name in ((1 << 20, 'MiB'), (1 << 10, 'KiB')):
+        if num_bytes >= unit:
+            return '%g %s' % (num_bytes / unit, name)
+    return '%d B' % num_bytes
+
+
+def plot(records, memcpy, path):
+    """Bus bandwidth vs size, log-log, a panel per device count, memcpy drawn across."""
+    panels = []
+    for n in sorted({r['num_devices'] for r in records}):
+        rows = [r for r in records if r['num_devices'] == n]
+        algorithms = sorted({r['algorithm'] for r in rows})
+        series = [(a, [r['bytes'] for r in rows if r['algorithm'] == a],
+                   [stats.scaled(r['busbw_bytes_per_sec'], 1e-9) for r in rows
+                    if r['algorithm'] == a]) for a in algorithms]
+        panels.append(('N = %d devices (%s)' % (n, rows[0]['device']), series,
+                       [(memcpy['median'] * 1e-9, 'numpy memcpy, %.2f GB/s'
+                         % (memcpy['median'] * 1e-9))]))
+    sizes = sorted({r['bytes'] for r in records})
+    plots.line_panels(path, panels, 'tensor size per device',
+                      'bus bandwidth 2(N-1)/N S/t, GB/s', logx=True, logy=True,
+                      title='all-reduce bus bandwidth, median and min-max of %d runs; t includes '
+                      'one session.run (a no-op takes %.0f us)' % (
+                          records[0]['seconds']['n'],
+                          records[0]['session_run_floor_seconds'] * 1e6),
+                      xticks=[(s, _size_label(s)) for s in sizes], sharey=True)
+
+
+TABLE = [('algorithm', 'algorithm', None), ('N', 'num_devices', '%d'), ('bytes', 'bytes', '%d'),
+         ('time us', 'seconds', '%.1f', 1e6), ('busbw GB/s', 'busbw_bytes_per_sec', '%.3f', 1e-9)]
+
+
 def main(_):
+    common.check_plot(FLAGS.plot)
     compat.enable_graph_mode()
     sizes = [parse_bytes(s) for s in FLAGS.sizes]
     memcpy = memcpy_bytes_per_sec(parse_bytes(FLAGS.memcpy_bytes), FLAGS.repeats)
     records = []
     for n in (int(d) for d in FLAGS.devices):
         records.extend(measure(FLAGS.algorithms, n, sizes, FLAGS.repeats))
-    print('memcpy: %.2f GB/s (%s buffer); session.run floor: %.1f us' % (
-        memcpy / 1e9, FLAGS.memcpy_bytes, records[0]['session_run_floor_seconds'] * 1e6))
-    print('%-13s %3s %10s %12s %12s %12s' % ('algorithm', 'N', 'bytes', 'time us',
-                                             'algbw GB/s', 'busbw GB/s'))
-    for r in records:
+    print('memcpy: %s GB/s (%s buffer); session.run floor: %.1f us' % (
+        stats.cell(memcpy, '%.2f', scale=1e-9), FLAGS.memcpy_bytes,
+        records[0]['session_run_floor_seconds'] * 1e6))
+    for r in mark(records):
         r['memcpy_bytes_per_sec'] = memcpy
-        print('%-13s %3d %10d %12.1f %12.3f %12.3f' % (
-            r['algorithm'], r['num_devices'], r['bytes'], r['seconds_p50'] * 1e6,
-            r['algbw_bytes_per_sec'] / 1e9, r['busbw_bytes_per_sec'] / 1e9))
+    common.print_table(records, TABLE, '%s at the same N and size' % REFERENCE)
     common.write_records(records, FLAGS.result_file)
+    if FLAGS.plot:
+        plot(records, memcpy, FLAGS.plot)
 
 
 if __name__ == '__main__':

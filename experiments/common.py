@@ -4,8 +4,12 @@
   run_cluster   one multi-process job on this machine (`tfhp.launch`), every task's result back
   run_child     a script's own configuration in a child process, its JSON record back
   learnable_data  the small learnable image data set the convergence studies train on
+  cluster_figures  the figures a study reads from the launcher's job summary (one place)
+  run_in_rounds, repeat_in_rounds  each row's measurement once per repeat, rows in turn, a
+                seed per repeat; the second also summarises them
   print_table, write_records   the readable table and the JSON lines of a study
   check_choices  a list flag's values checked against the script's choices
+  check_plot    --plot refused at once (exit status 2) without matplotlib or a writable path
 """
 import collections
 import io
@@ -16,9 +20,13 @@ import sys
 
 from absl import app
 
+from experiments import stats
+from tfhp import config as config_lib
 from tfhp import launch
+from tfhp import plots
 from tfhp import sweep
 from tfhp import timing
+from tfhp.config import paths
 from tfhp.data import info as info_lib
 from tfhp.data import synthetic
 
@@ -45,6 +53,66 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
     status = summary['status']
     error = None if status == 0 else ' | '.join(lines[-6:]) or 'exit status %d' % status
     return ClusterRun(summary, results, error)
+
+
+def cluster_figures(summary):
+    """The job figures the studies report, read from a launcher summary (`cluster_summary`).
+
+    The only place the experiments read the launcher's summary keys, so that a renamed key is
+    a one-line change.
+    Returns:
+      {'images_per_sec': every worker's images per second of the job, 'global_steps_per_sec':
+       the chief's (None where there is no chief figure), 'dropped_gradients': the
+       synchronous job's late gradients, summed over the workers}.
+    """
+    return {'images_per_sec': summary.get('cluster_images_per_sec'),
+            'global_steps_per_sec': summary.get('global_steps_per_sec'),
+            'dropped_gradients': summary.get('dropped_gradients', 0)}
+
+
+def run_in_rounds(measures, repeats, base_seed):
+    """Runs every row's measurement once per repeat, in rounds.
+
+    Round r runs every row with seed base_seed + r before round r + 1 starts, so that a slow
+    spell of a shared machine hits the rows alike instead of one row's repeats.
+    Args:
+      measures: one callable per row, seed -> a JSON-ready record (a dict).
+      repeats: rounds.
+      base_seed: the first round's seed (the studies' --tf_random_seed).
+    Returns:
+      (seeds, runs): runs[row] lists that row's records in round order.
+    Raises:
+      app.UsageError: repeats < 1 (the scripts' --repeats).
+    """
+    if repeats < 1:
+        raise app.UsageError('--repeats=%d: must be at least 1' % repeats)
+    seeds = [base_seed + r for r in range(repeats)]
+    runs = [[] for _ in measures]
+    for seed in seeds:
+        for measure, row_runs in zip(measures, runs):
+            row_runs.append(measure(seed))
+    return seeds, runs
+
+
+def repeat_in_rounds(measures, repeats, base_seed, figures):
+    """`run_in_rounds`, then one combined record per row (`stats.combine` of figures)."""
+    seeds, runs = run_in_rounds(measures, repeats, base_seed)
+    return [stats.combine(row_runs, figures, seeds) for row_runs in runs]
+
+
+def check_plot(path):
+    """Before any work: exits with status 2 and one line when --plot cannot be written.
+
+    Without matplotlib the line is the install hint (`tfhp.plots.INSTALL_HINT`); a path that
+    cannot be written is named with why (`tfhp.config.paths`).
+    """
+    if path:
+        try:
+            plots.check_available()
+            paths.check_output_file('plot', path)
+        except (plots.PlotsUnavailable, config_lib.ConfigError) as e:
+            print(e, file=sys.stderr)
+            sys.exit(2)
 
 
 # The checkout holding the `experiments` package: children run `python -m` from there.
@@ -97,26 +165,48 @@ def check_choices(flag, values, choices):
             flag, ', '.join(unknown), ', '.join(choices)))
 
 
-def _cell(value, fmt):
+def _cell(record, column):
+    _, key, fmt = column[:3]
+    value = record.get(key)
     if value is None:
         return '-'
+    scale = column[3] if len(column) > 3 else 1
+    if stats.is_summary(value):
+        differs = record.get('vs_reference', {}).get(key) in ('lower', 'higher')
+        return stats.cell(value, fmt or '%g', mark=differs, scale=scale)
+    if scale != 1:
+        value *= scale
     return fmt % value if fmt else str(value)
 
 
-def print_table(records, columns):
-    """Prints records as a table.
+def print_table(records, columns, reference=None):
+    """Prints records as a table; summaries as 'median [min-max]', '*' where marked.
 
     Args:
       records: dicts.
-      columns: (header, key, format) triples; a missing or None value prints '-', format None
-        prints str(value).
+      columns: (header, key, format) triples, or (header, key, format, scale) to print
+        value * scale (e.g. 1e-9 for GB/s of bytes/sec); a missing or None value prints '-',
+        format None prints str(value); a summary (`stats.summarise`) prints `stats.cell`,
+        with '*' where the record's 'vs_reference' (`stats.mark`) says it differs.
+      reference: what the marks compare with, for the legend (e.g. "the first row").
     """
-    rows = [[header for header, _, _ in columns]]
-    rows += [[_cell(r.get(key), fmt) for _, key, fmt in columns] for r in records]
+    rows = [[column[0] for column in columns]]
+    rows += [[_cell(r, column) for column in columns] for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     for row in rows:
         print('  '.join(cell.rjust(w) if i else cell.ljust(w)
                         for i, (cell, w) in enumerate(zip(row, widths))))
+    repeats = {r[c[1]]['n'] for r in records for c in columns if stats.is_summary(r.get(c[1]))}
+    if repeats - {1}:
+        missing = any(v is None for r in records for c in columns
+                      if stats.is_summary(r.get(c[1])) for v in r[c[1]]['values'])
+        print('cells: median [min\u2013max] over %s repeats%s' % (
+            '/'.join(str(n) for n in sorted(repeats)),
+            '; %s: not reached within the budget' % stats.NOT_REACHED if missing else ''))
+        if reference:
+            print('*: range apart from that of %s: every repeat above it, or every one below '
+                  '(chance <= %.2f were there no difference; experiments/stats.py)'
+                  % (reference, stats.ALPHA))
 
 
 def write_records(records, result_file=None):

@@ -6,20 +6,29 @@
   between_graph_sync   a process per worker, steps of --num_replicas gradients out of
                        --num_replicas + --spare_replicas workers (spares: late ones dropped)
 
-Each trains the same CNN on the same learnable data set (`tfhp.data.synthetic`) from the same
-seed, --num_steps batches of --batch_size per replica (the spare replica's included), as one
-`python -m tfhp` run or one `tfhp.launch` job, checkpointing every --eval_every steps per
-replica (between timed steps; between graphs the chief writes them). Every checkpoint is then
-evaluated on the whole validation set. Reported per combination: global steps and training
-seconds to --target_accuracy (the first checkpoint at or above it; seconds are timed training,
-without start-up or checkpoint writing), global steps/sec, images/sec, final accuracy, and the
-measured gradient staleness (`tfhp.replication.staleness`: 0 for synchronous in-graph steps; a
-synchronous job drops late gradients instead, counted as dropped).
+Each trains the same CNN on the same learnable data set (`tfhp.data.synthetic`), --num_steps
+batches of --batch_size per replica (the spare replica's included), as one `python -m tfhp` run
+or one `tfhp.launch` job, checkpointing every --eval_every steps per replica (between timed
+steps; between graphs the chief writes them). Every checkpoint is then evaluated on the whole
+validation set. Each combination runs --repeats times, repeat r with --tf_random_seed + r (the
+weights' initialisation, the data order), and every figure is reported as its median and range
+over the repeats (experiments/stats.py).
 
-  python -m experiments.four_combos                        # all four, a few minutes on 2 cores
-  python -m experiments.four_combos --combo=in_graph_async --num_replicas=4 --result_file=r.jsonl
+Figures, one unit each: images to --target_accuracy (the first checkpoint at or above it; its
+applied updates times the images of one update: a synchronous step applies --num_replicas
+batches, an asynchronous update one; a synchronous job's dropped gradients are not counted),
+training seconds to the target (timed training, without start-up or checkpoint writing; between
+graphs on the chief's clock), images/sec (every image computed, dropped ones included), final
+accuracy, the measured gradient staleness (`tfhp.replication.staleness`: 0 for synchronous
+in-graph steps) and the dropped gradients of the synchronous job. Rows are marked '*' where
+their range is apart from the first combination's, and the conclusion lists which differences
+are real and which are within noise.
+
+  python -m experiments.four_combos --plot=combos.png    # all four, 3 repeats: 11 min on 2 cores
+  python -m experiments.four_combos --combo=in_graph_async --num_replicas=4 --repeats=5
 """
 import dataclasses
+import functools
 import glob
 import os
 import re
@@ -33,9 +42,11 @@ from absl import flags
 import tensorflow.compat.v1 as tf
 
 from experiments import common
+from experiments import stats
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
+from tfhp import plots
 from tfhp.data import info as info_lib
 from tfhp.replication import staleness
 
@@ -45,7 +56,12 @@ FLAGS = flags.FLAGS
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """One study's settings (the script's flags)."""
+    """One study's settings (the script's flags).
+
+    The defaults let every combination reach the target in every repeat with room to spare:
+    the slowest, between-graph async, reached 0.75 after 27,584-29,184 images of the 32,000 of
+    500 steps (3 repeats, seeds 1234-1236), so 800 steps (51,200 images) it is.
+    """
     num_replicas: int = 2
     spare_replicas: int = 1
     model: str = 'lenet'
@@ -53,17 +69,20 @@ class Options:
     batch_size: int = 32
     optimizer: str = 'momentum'
     learning_rate: float = 0.05
-    num_steps: int = 300
+    num_steps: int = 800
     eval_every: int = 25
-    target_accuracy: float = 0.8
+    target_accuracy: float = 0.75
     eval_batch_size: int = 100
     timeout_s: float = 900.0
+    repeats: int = 3
+    tf_random_seed: int = 1234
 
 
-def tfhp_flags(combo, options, data_dir, train_dir):
+def tfhp_flags(combo, options, data_dir, train_dir, seed=None):
     """(number of worker processes, tfhp flags) of one combination (0 workers: one process)."""
     n = options.num_replicas
-    common_flags = [
+    common_flags = ['--tf_random_seed=%d' % (options.tf_random_seed if seed is None else seed),
+
         '--model=%s' % options.model, '--image_size=%d' % options.image_size,
         '--batch_size=%d' % options.batch_size, '--optimizer=%s' % options.optimizer,
         '--learning_rate=%g' % options.learning_rate, '--data_dir=%s' % data_dir,
@@ -101,13 +120,13 @@ def _chief_seconds(chief, step):
     return chief['end_times'][-1] - chief['timed_start_time']
 
 
-def train(combo, options, data_dir, train_dir, extra_flags=()):
+def train(combo, options, data_dir, train_dir, extra_flags=(), seed=None):
     """Runs one combination; returns (its figures, [(global step, seconds)] of checkpoints).
 
     Raises:
       RuntimeError: the run failed (the message carries its error).
     """
-    num_workers, args = tfhp_flags(combo, options, data_dir, train_dir)
+    num_workers, args = tfhp_flags(combo, options, data_dir, train_dir, seed)
     args += list(extra_flags)
     if not num_workers:
         outcome = common.run_tfhp(args, options.timeout_s)
@@ -125,13 +144,14 @@ def train(combo, options, data_dir, train_dir, extra_flags=()):
     chief = run.results[('worker', 0)]
     workers = list(run.results.values())
     synchronous = combo == 'between_graph_sync'
+    job = common.cluster_figures(run.summary)
     # On the chief's clock (which the checkpoint times use), to the last worker's last step.
     figures = dict(staleness.summary(workers),
                    global_steps=max(w['global_steps'][-1] for w in workers),
                    train_time_s=max(w['end_times'][-1] for w in workers) - chief[
                        'timed_start_time'],
-                   images_per_sec=run.summary['cluster_images_per_sec'],
-                   dropped_gradients=run.summary['dropped_gradients'],
+                   images_per_sec=job['images_per_sec'],
+                   dropped_gradients=job['dropped_gradients'],
                    images_per_update=options.batch_size * (
                        options.num_replicas if synchronous else 1))
     # The chief's first checkpoint is not evaluated: it is named after the global step read at
@@ -170,12 +190,12 @@ def evaluate(options, data_dir, paths):
     return accuracies
 
 
-def run_combo(combo, options, data_dir, work_dir, extra_flags=(), label=None):
-    """Trains one combination, evaluates its checkpoints; returns its JSON record."""
+def run_combo(combo, options, data_dir, work_dir, extra_flags=(), label=None, seed=None):
+    """Trains one combination once, evaluates its checkpoints; returns its JSON record."""
     validation_size(options, data_dir)  # before training, not after
     train_dir = tempfile.mkdtemp(prefix=combo + '_', dir=work_dir)
     try:
-        figures, checkpoints = train(combo, options, data_dir, train_dir, extra_flags)
+        figures, checkpoints = train(combo, options, data_dir, train_dir, extra_flags, seed)
         accuracies = evaluate(options, data_dir, [os.path.join(train_dir, 'model.ckpt-%d' % s)
                                                   for s, _ in checkpoints])
     finally:
@@ -186,19 +206,76 @@ def run_combo(combo, options, data_dir, work_dir, extra_flags=(), label=None):
                   curve=curve, final_accuracy=accuracies[-1],
                   steps_to_target=reached[0][0] if reached else None,
                   time_to_target_s=reached[0][1] if reached else None,
-                  options=dataclasses.asdict(options), extra_flags=list(extra_flags))
+                  options=dataclasses.asdict(options), extra_flags=list(extra_flags),
+                  seed=options.tf_random_seed if seed is None else seed)
     record['global_steps_per_sec'] = record['global_steps'] / record['train_time_s']
-    if reached:
-        record['images_to_target'] = reached[0][0] * record['images_per_update']
+    record['images_to_target'] = (reached[0][0] * record['images_per_update'] if reached
+                                  else None)
     return record
 
 
-TABLE = [('combination', 'label', None), ('steps to target', 'steps_to_target', '%d'),
-         ('s to target', 'time_to_target_s', '%.2f'),
-         ('global steps/s', 'global_steps_per_sec', '%.1f'),
-         ('images/s', 'images_per_sec', '%.0f'), ('final acc', 'final_accuracy', '%.3f'),
-         ('staleness mean', 'staleness_mean', '%.2f'), ('max', 'staleness_max', '%d'),
-         ('dropped', 'dropped_gradients', '%d')]
+# Figures summarised over the repeats (the rest of a repeat's record stays in its 'runs').
+FIGURES = ('images_to_target', 'time_to_target_s', 'final_accuracy', 'images_per_sec',
+           'global_steps_per_sec', 'train_time_s', 'staleness_mean', 'staleness_max',
+           'stale_gradients_dropped', 'dropped_gradients')
+
+
+def run_repeats(combos, options, data_dir, work_dir, extra_flags=(), labels=None):
+    """Each combination options.repeats times (seeds tf_random_seed + r), in rounds.
+
+    Args:
+      combos: combination names; labels: their row labels (default: the names); each may be
+        a (combination, options, extra flags) triple instead, for rows that differ in more.
+    Returns:
+      One record of summaries per row (`common.repeat_in_rounds`).
+    """
+    rows = [c if isinstance(c, tuple) else (c, options, ()) for c in combos]
+    labels = labels or [c[0] for c in rows]
+    measures = [functools.partial(run_combo, combo, row_options, data_dir, work_dir,
+                                  list(extra_flags) + list(extra), label)
+                for (combo, row_options, extra), label in zip(rows, labels)]
+    return common.repeat_in_rounds(measures, options.repeats, options.tf_random_seed, FIGURES)
+
+
+# One unit per column: images (applied) and seconds to the target, never global steps, whose
+# images differ between synchronous and asynchronous updates.
+TABLE = [('combination', 'label', None), ('images to target', 'images_to_target', '%d'),
+         ('s to target', 'time_to_target_s', '%.1f'), ('images/s', 'images_per_sec', '%.0f'),
+         ('final acc', 'final_accuracy', '%.3f'),
+         ('staleness mean', 'staleness_mean', '%.2f'), ('staleness max', 'staleness_max', '%d'),
+         ('dropped gradients', 'dropped_gradients', '%d')]
+
+
+def conclusion(records, target):
+    """Lines computed from the summaries: who reached the target, which differences are real."""
+    lines = []
+    for r in records:
+        reached = sum(v is not None for v in r['images_to_target']['values'])
+        if reached < r['repeats']:
+            lines.append('%s reached %.2f in %d of %d repeats' % (r['label'], target, reached,
+                                                                  r['repeats']))
+    if not lines:
+        lines.append('every repeat of every row reached %.2f' % target)
+    for key, name, fmt, below in (
+            ('images_to_target', 'images to target', '%d', 'needs fewer images than'),
+            ('time_to_target_s', 'seconds to target', '%.1f', 'needs fewer seconds than')):
+        lines += stats.differences(name, [(r['label'], r[key]) for r in records], fmt, below)
+    return lines
+
+
+def plot(records, options, path, title):
+    """Accuracy vs images and vs seconds, median and range over the repeats, one line a row."""
+    series = [(r['label'], [[(s * run['images_per_update'], t, a) for s, t, a in run['curve']]
+                            for run in r['runs']]) for r in records]
+    plots.accuracy_curves(path, series, options.target_accuracy, title)
+
+
+def report(records, options, heading):
+    """Prints the heading, the table (marked against the first row) and the conclusion."""
+    print(heading)
+    common.print_table(stats.mark(records, records[0], FIGURES), TABLE, records[0]['label'])
+    print('conclusion, from the repeats (experiments/stats.py):')
+    print('\n'.join('  ' + line for line in conclusion(records, options.target_accuracy)))
 
 
 def define_study_flags(defaults, work_dir_name):
@@ -221,15 +298,21 @@ def define_study_flags(defaults, work_dir_name):
     flags.DEFINE_integer('eval_batch_size', defaults.eval_batch_size, 'Must divide the '
                          'validation set.')
     flags.DEFINE_float('timeout_s', defaults.timeout_s, 'Bound on each training run.')
+    flags.DEFINE_integer('repeats', defaults.repeats, 'Runs of each row, seeds '
+                         '--tf_random_seed + 0, 1, ...; figures are median [min-max] of them.')
+    flags.DEFINE_integer('tf_random_seed', defaults.tf_random_seed, 'Seed of the first repeat.')
     flags.DEFINE_string('data_dir', None, 'Data set (default: generated under --work_dir).')
     flags.DEFINE_string('work_dir', os.path.join(tempfile.gettempdir(), work_dir_name),
                         'Generated data and checkpoints.')
     flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every run.')
     flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+    flags.DEFINE_string('plot', None, 'Write accuracy vs images and vs seconds here (PNG; '
+                        'needs matplotlib: pip install -e \'.[plots]\').')
 
 
 def study_setup():
     """(Options, data directory) from the flags; the data set is generated if needed."""
+    common.check_plot(FLAGS.plot)
     compat.enable_graph_mode()
     options = Options(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(Options)})
     os.makedirs(FLAGS.work_dir, exist_ok=True)
@@ -239,13 +322,14 @@ def study_setup():
 def main(_):
     common.check_choices('combo', FLAGS.combo, COMBOS)
     options, data_dir = study_setup()
-    records = [run_combo(c, options, data_dir, FLAGS.work_dir, FLAGS.tfhp_flags)
-               for c in FLAGS.combo]
-    print('target accuracy %.2f, %d replicas, %d steps of %d per replica'
-          % (options.target_accuracy, options.num_replicas, options.num_steps,
-             options.batch_size))
-    common.print_table(records, TABLE)
+    records = run_repeats(FLAGS.combo, options, data_dir, FLAGS.work_dir, FLAGS.tfhp_flags)
+    heading = ('target accuracy %.2f, %d replicas, %d steps of %d per replica, %d repeats'
+               % (options.target_accuracy, options.num_replicas, options.num_steps,
+                  options.batch_size, options.repeats))
+    report(records, options, heading)
     common.write_records(records, FLAGS.result_file)
+    if FLAGS.plot:
+        plot(records, options, FLAGS.plot, heading)
 
 
 if __name__ == '__main__':

@@ -14,8 +14,11 @@ compute; tf.data's runs on its own private thread (and its prefetch overlaps eve
 
 Every measurement runs `python -m tfhp` in a process of its own: TensorFlow sizes its thread
 pools once per process, so in one process every measurement would silently get the first one's
-threads. Each is repeated --repeats times, in rounds over all of a study's measurements (so a
-slow spell of the machine hits them alike), and the run with the median step time is reported.
+threads. Each is repeated --repeats times (seeds --tf_random_seed + r), in rounds over all of a
+study's measurements (so a slow spell of the machine hits them alike); figures are median
+[min-max] over the repeats (experiments/stats.py), the ratios taken within each round. '*'
+marks a training row whose range is apart from synthetic data's, and a pipelined row whose
+range is apart from the same pipeline's sequential one.
 
 Data sets are generated (tfhp.data.synthetic, JPEG) under --data_root unless they exist.
 
@@ -25,6 +28,7 @@ Data sets are generated (tfhp.data.synthetic, JPEG) under --data_root unless the
   python -m experiments.input_bench --settings=resnet224 --pipelining_setting= --num_batches=10
 """
 import collections
+import functools
 import os
 import tempfile
 
@@ -32,6 +36,7 @@ from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import stats
 from tfhp.data import synthetic
 
 # name: (model, output image size, stored image size, batch size, training examples)
@@ -46,7 +51,8 @@ FLAGS = flags.FLAGS
 
 # How long, how often and on how much data every measurement runs.
 Options = collections.namedtuple('Options', ['num_batches', 'num_warmup_batches', 'repeats',
-                                             'num_examples_scale', 'data_root', 'timeout_s'])
+                                             'num_examples_scale', 'data_root', 'timeout_s',
+                                             'tf_random_seed'], defaults=[1234])
 
 # One measurement: its label, setting, real data (else synthetic), (inter, intra) threads, and
 # the data flags beyond --data_dir.
@@ -61,7 +67,9 @@ def define_flags():
                         'Setting of the pipelining study (empty: skip it).')
     flags.DEFINE_integer('num_batches', 30, 'Timed steps per measurement.')
     flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per measurement.')
-    flags.DEFINE_integer('repeats', 3, 'Runs per measurement; the median one is reported.')
+    flags.DEFINE_integer('repeats', 3, 'Runs per measurement (seeds --tf_random_seed + r); '
+                         'figures are median [min-max] of them.')
+    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
     flags.DEFINE_float('num_examples_scale', 1.0, 'Scale the generated data sets.')
     flags.DEFINE_string('data_root', os.path.join(tempfile.gettempdir(), 'tfhp_input_bench'),
                         'Where generated data sets live.')
@@ -80,11 +88,12 @@ def data_dir(setting, options):
     return directory
 
 
-def tfhp_args(options, m):
+def tfhp_args(options, m, seed=1234):
     """The `python -m tfhp` flags of measurement m."""
     model, image_size, _, batch_size, _ = SETTINGS[m.setting]
-    args = ['--model=' + model, '--batch_size=%d' % batch_size, '--image_size=%d' % image_size,
-            '--num_classes=10', '--num_inter_threads=%d' % m.threads[0],
+    args = ['--tf_random_seed=%d' % seed, '--model=' + model, '--batch_size=%d' % batch_size,
+            '--image_size=%d' % image_size, '--num_classes=10',
+            '--num_inter_threads=%d' % m.threads[0],
             '--num_intra_threads=%d' % m.threads[1], '--num_batches=%d' % options.num_batches,
             '--num_warmup_batches=%d' % options.num_warmup_batches]
     if m.real:
@@ -93,43 +102,68 @@ def tfhp_args(options, m):
     return args
 
 
-def measure_all(options, measurements):
-    """Runs every measurement options.repeats times, in rounds; returns one record each.
+def measure(options, m, seed):
+    """One run of measurement m; its record.
 
+    Raises:
+      RuntimeError: the run failed (names the measurement and why).
+    """
+    outcome = common.run_tfhp(tfhp_args(options, m, seed), options.timeout_s)
+    if outcome.error:
+        raise RuntimeError('%s (%s): %s' % (m.label, m.setting, outcome.error))
+    model, image_size, _, batch_size, _ = SETTINGS[m.setting]
+    return {'study': 'input_bench', 'setting': m.setting, 'label': m.label, 'model': model,
+            'batch_size': batch_size, 'image_size': image_size, 'seed': seed,
+            'images_per_sec': outcome.result['images_per_sec'],
+            'step_time_ms': outcome.result['step_time_ms']['p50'],
+            'threads': list(m.threads), 'data': outcome.result['config']['data']}
+
+
+FIGURES = ('images_per_sec', 'step_time_ms', 'ratio_to_max_input_compute',
+           'ratio_to_sum_input_compute')
+
+
+def measure_all(options, measurements, add_ratios=None):
+    """Runs every measurement options.repeats times, in rounds; one record of summaries each.
+
+    Args:
+      options: `Options`.
+      measurements: `Measurement`s.
+      add_ratios: optional, called with each row's runs (runs[row][round]) before they are
+        summarised, to add figures computed within a round.
     Raises:
       RuntimeError: a run failed (names the measurement and why).
     """
-    runs = [[] for _ in measurements]
-    for _ in range(options.repeats):
-        for m, m_runs in zip(measurements, runs):
-            outcome = common.run_tfhp(tfhp_args(options, m), options.timeout_s)
-            if outcome.error:
-                raise RuntimeError('%s (%s): %s' % (m.label, m.setting, outcome.error))
-            m_runs.append(outcome.result)
-    records = []
-    for m, m_runs in zip(measurements, runs):
-        ranked = sorted(m_runs, key=lambda r: r['step_time_ms']['p50'])
-        result = ranked[len(ranked) // 2]
-        model, image_size, _, batch_size, _ = SETTINGS[m.setting]
-        records.append({
-            'study': 'input_bench', 'setting': m.setting, 'label': m.label, 'model': model,
-            'batch_size': batch_size, 'image_size': image_size,
-            'images_per_sec': result['images_per_sec'],
-            'step_time_ms': result['step_time_ms']['p50'],
-            'step_time_ms_runs': [r['step_time_ms']['p50'] for r in m_runs],
-            'threads': list(m.threads), 'data': result['config']['data']})
-    return records
+    seeds, runs = common.run_in_rounds(
+        [functools.partial(measure, options, m) for m in measurements], options.repeats,
+        options.tf_random_seed)
+    if add_ratios:
+        add_ratios(runs)
+    return [stats.combine(row_runs, FIGURES, seeds) for row_runs in runs]
 
 
 def throughput(options, setting):
-    """Input-only and training images/sec of one setting."""
-    return measure_all(options, [
+    """Input-only and training images/sec of one setting; training marked against synthetic."""
+    records = measure_all(options, [
         Measurement('input RecordInput', setting, True, (0, 0), {'input_only': True}),
         Measurement('input tf.data', setting, True, (0, 0),
                     {'input_only': True, 'use_datasets': True}),
         Measurement('train synthetic', setting, False, (0, 0), {}),
         Measurement('train RecordInput', setting, True, (0, 0), {}),
         Measurement('train tf.data', setting, True, (0, 0), {'use_datasets': True})])
+    stats.mark(records[2:], records[2], FIGURES)
+    return records
+
+
+def _pipelining_ratios(runs):
+    """Each round's sequential and pipelined step over max and sum of its input and compute."""
+    for i, compute in enumerate(runs[0]):
+        for one_core, sequential, pipelined in (runs[1:4], runs[4:7]):
+            bound = max(one_core[i]['step_time_ms'], compute['step_time_ms'])
+            total = one_core[i]['step_time_ms'] + compute['step_time_ms']
+            for run in (sequential[i], pipelined[i]):
+                run['ratio_to_max_input_compute'] = run['step_time_ms'] / bound
+                run['ratio_to_sum_input_compute'] = run['step_time_ms'] / total
 
 
 def pipelining(options, setting):
@@ -146,32 +180,29 @@ def pipelining(options, setting):
             measurements.append(Measurement(
                 '%s %s (%d+%d threads)' % (name, kind, threads[0], 1 if data else 0), setting,
                 True, threads, dict(data, staged_input=staged)))
-    records = measure_all(options, measurements)
-    compute = records[0]['step_time_ms']
-    for one_core, sequential, pipelined in (records[1:4], records[4:7]):
-        bound = max(one_core['step_time_ms'], compute)
-        total = one_core['step_time_ms'] + compute
-        for record in (sequential, pipelined):
-            record['ratio_to_max_input_compute'] = record['step_time_ms'] / bound
-            record['ratio_to_sum_input_compute'] = record['step_time_ms'] / total
+    records = measure_all(options, measurements, _pipelining_ratios)
+    for sequential, pipelined in (records[2:4], records[5:7]):
+        stats.mark([sequential, pipelined], sequential, FIGURES)
     return records
+
+
+TABLE = [('setting', 'setting', None), ('model', 'model', None),
+         ('measurement', 'label', None), ('images/s', 'images_per_sec', '%.1f'),
+         ('step ms', 'step_time_ms', '%.2f'),
+         ('/max(in,c)', 'ratio_to_max_input_compute', '%.3f')]
 
 
 def main(_):
     options = Options(FLAGS.num_batches, FLAGS.num_warmup_batches, FLAGS.repeats,
-                      FLAGS.num_examples_scale, FLAGS.data_root, FLAGS.timeout_s)
+                      FLAGS.num_examples_scale, FLAGS.data_root, FLAGS.timeout_s,
+                      FLAGS.tf_random_seed)
     common.check_choices('settings', FLAGS.settings, SETTINGS)
     results = [r for s in FLAGS.settings for r in throughput(options, s)]
     if FLAGS.pipelining_setting:
         common.check_choices('pipelining_setting', [FLAGS.pipelining_setting], SETTINGS)
         results += pipelining(options, FLAGS.pipelining_setting)
-    print('%-10s %-9s %-34s %12s %10s %9s' % ('setting', 'model', 'measurement', 'images/sec',
-                                             'step ms', '/max(in,c)'))
-    for r in results:
-        ratio = r.get('ratio_to_max_input_compute')
-        print('%-10s %-9s %-34s %12.1f %10.2f %9s' % (
-            r['setting'], r['model'], r['label'], r['images_per_sec'], r['step_time_ms'],
-            '%.3f' % ratio if ratio else ''))
+    common.print_table(results, TABLE, 'train synthetic (training rows), or the same '
+                       "pipeline's sequential row (pipelined rows)")
     common.write_records(results, FLAGS.result_file)
 
 

@@ -1,12 +1,14 @@
 """How close emulated links (`tfhp.cluster.links`) come to their configured rate, both ways.
 
 For each rate: an EmulatedNetwork of two tasks, both links at that rate, and one TCP stream from
-task a to task b, then from b to a (`tfhp.cluster.link_probe`). Prints one JSON line per rate
-(appended to --result_file if given): the configured Mbit/s and, per direction, the link's
-measured Mbit/s (frames the tbf passed, every header counted) and the TCP goodput (payload; at
-most 95.6% of the link with 1514-byte frames). Needs root and iproute2; imports no TensorFlow.
+task a to task b, then from b to a (`tfhp.cluster.link_probe`), --repeats times. Prints one JSON
+line per rate (appended to --result_file if given): the configured Mbit/s and, per direction,
+the link's measured Mbit/s (frames the tbf passed, every header counted) and the TCP goodput
+(payload; at most 95.6% of the link with 1514-byte frames), each as median [min-max] over the
+repeats (experiments/stats.py; no seed: nothing here is random), and the worst relative error
+of any repeat. Needs root and iproute2; imports no TensorFlow.
 
-  python -m experiments.link_check --rates=100mbit,1gbit
+  python -m experiments.link_check --rates=100mbit,1gbit --repeats=3
   python -m experiments.link_check --rates=100mbit,200mbit,1gbit,2gbit --seconds=3
 """
 import json
@@ -15,34 +17,48 @@ import sys
 from absl import app
 from absl import flags
 
+from experiments import stats
 from tfhp import timing
 from tfhp.cluster import link_probe
 from tfhp.cluster import links
 
-flags.DEFINE_list('rates', ['100mbit', '200mbit', '1gbit'], 'Link rates, in tc units.')
-flags.DEFINE_float('seconds', 2.0, 'How long each direction sends.')
-flags.DEFINE_float('warmup_s', 0.3, 'Leading part of each transfer left out of the figures.')
-flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    flags.DEFINE_list('rates', ['100mbit', '200mbit', '1gbit'], 'Link rates, in tc units.')
+    flags.DEFINE_float('seconds', 2.0, 'How long each direction sends.')
+    flags.DEFINE_float('warmup_s', 0.3, 'Leading part of each transfer left out of the figures.')
+    flags.DEFINE_integer('repeats', 1, 'Measurements of each rate and direction.')
+    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+
 
 _TASKS = [('worker', 0), ('worker', 1)]
 
 
-def _mbit(throughput):
-    return {'link_mbit': round(throughput.link_bps / 1e6, 1),
-            'goodput_mbit': round(throughput.goodput_bps / 1e6, 1)}
+def summarise(rate, rate_bps, forward, backward):
+    """The record of one rate from its measurements (link_probe throughputs) each way."""
+    def mbit(throughputs):
+        return {'link_mbit': stats.summarise([round(t.link_bps / 1e6, 1) for t in throughputs]),
+                'goodput_mbit': stats.summarise([round(t.goodput_bps / 1e6, 1)
+                                                 for t in throughputs])}
+    error = max(abs(t.link_bps / rate_bps - 1) for t in list(forward) + list(backward))
+    return {'rate': rate, 'configured_mbit': rate_bps / 1e6, 'repeats': len(forward),
+            'a_to_b': mbit(forward), 'b_to_a': mbit(backward), 'link_error': round(error, 4)}
 
 
 def check(rate):
-    """The record of one rate: configured and measured Mbit/s each way."""
+    """The record of one rate: configured and measured Mbit/s each way, --repeats times."""
     rate_bps = links.parse_rate(rate)
+    forward, backward = [], []
     with links.EmulatedNetwork(_TASKS, rate_bps) as network:
-        forward = link_probe.measure(network, _TASKS[0], _TASKS[1], FLAGS.seconds, FLAGS.warmup_s)
-        backward = link_probe.measure(network, _TASKS[1], _TASKS[0], FLAGS.seconds,
-                                      FLAGS.warmup_s)
-    error = max(abs(t.link_bps / rate_bps - 1) for t in (forward, backward))
-    return {'rate': rate, 'configured_mbit': rate_bps / 1e6,
-            'a_to_b': _mbit(forward), 'b_to_a': _mbit(backward), 'link_error': round(error, 4)}
+        for _ in range(FLAGS.repeats):
+            forward.append(link_probe.measure(network, _TASKS[0], _TASKS[1], FLAGS.seconds,
+                                              FLAGS.warmup_s))
+            backward.append(link_probe.measure(network, _TASKS[1], _TASKS[0], FLAGS.seconds,
+                                               FLAGS.warmup_s))
+    return summarise(rate, rate_bps, forward, backward)
 
 
 def main(argv):
@@ -65,4 +81,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+    define_flags()
     app.run(main)

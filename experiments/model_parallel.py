@@ -5,11 +5,15 @@ Three ways to train one wide MLP on a fixed global batch with SGD:
   model:   every layer split into vertical slices, one per device (activations all-gathered);
   data:    one full copy per device on batch/N, gradients meaned on a parameter server.
 All three compute the same updates (the script checks the losses agree), so the step time is
-the only difference. Prints a table and one JSON line per mode (and appends to --result_file).
+the only difference. Each mode runs --repeats times (seeds --tf_random_seed + r: the data and
+the initial weights), in rounds; figures are median [min-max] over the repeats, '*' marking a
+range apart from `single`'s (experiments/stats.py). Prints a table and one JSON line per mode
+(and appends to --result_file).
 
   python -m experiments.model_parallel                   # 2 virtual CPU devices, small MLP
   python -m experiments.model_parallel --num_devices=4 --width=8192 --device=gpu
 """
+import functools
 import time
 
 from absl import app
@@ -18,6 +22,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from experiments import common
+from experiments import stats
 from tfhp import compat
 from tfhp import replication
 from tfhp import session as session_lib
@@ -39,15 +44,17 @@ def _define_flags():
     flags.DEFINE_integer('batch_size', 64, 'Global batch size.')
     flags.DEFINE_integer('input_size', 1024, 'Input features.')
     flags.DEFINE_integer('num_steps', 20, 'Timed steps per mode.')
+    flags.DEFINE_integer('repeats', 3, 'Runs of each mode (seeds --tf_random_seed + r).')
+    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
     flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 
 
-def train(mode, num_devices, device_kind, width, depth, batch, input_size, num_steps):
+def train(mode, num_devices, device_kind, width, depth, batch, input_size, num_steps, seed=0):
     """Trains one mode; returns its losses per step and its timing."""
-    rng = np.random.RandomState(0)
+    rng = np.random.RandomState(seed)
     images = rng.normal(size=[batch, input_size]).astype(np.float32)
     labels = rng.randint(0, 10, size=[batch]).astype(np.int32)
-    weights = sliced_mlp.initial_weights(input_size, [width] * depth, 10)
+    weights = sliced_mlp.initial_weights(input_size, [width] * depth, 10, seed=seed)
     devices = tuple('/%s:%d' % (device_kind, i) for i in range(num_devices))
     towers = devices if mode == 'data' else devices[:1]
     slices = devices if mode == 'model' else devices[:1]
@@ -73,25 +80,49 @@ def train(mode, num_devices, device_kind, width, depth, batch, input_size, num_s
     return losses, times
 
 
+def measure(mode, network, seed):
+    """One run of a mode; its JSON record.
+
+    Args:
+      mode: 'single', 'model' or 'data'.
+      network: train()'s arguments after the mode and before the seed, as a dict.
+      seed: the data's and the initial weights' seed.
+    """
+    start = time.perf_counter()
+    losses, times = train(mode, seed=seed, **network)
+    return dict(network, study='model_parallel', mode=mode, seed=seed,
+                losses=[float(l) for l in losses], images_per_sec=times.images_per_sec,
+                step_time_ms_p50=times.step_time_ms()['p50'],
+                build_and_run_s=time.perf_counter() - start)
+
+
+MODES = ('single', 'model', 'data')
+FIGURES = ('images_per_sec', 'step_time_ms_p50', 'max_loss_diff_vs_single', 'build_and_run_s')
+TABLE = [('mode', 'mode', None), ('step ms p50', 'step_time_ms_p50', '%.2f'),
+         ('images/s', 'images_per_sec', '%.1f'),
+         ('max |loss diff|', 'max_loss_diff_vs_single', '%.1e')]
+
+
+def run(network, repeats, base_seed):
+    """Every mode repeats times, in rounds; one record of summaries each, marked vs single."""
+    seeds, runs = common.run_in_rounds([functools.partial(measure, mode, network)
+                                        for mode in MODES], repeats, base_seed)
+    for mode_runs in runs:  # each repeat against the single-device run of the same seed
+        for one, single in zip(mode_runs, runs[0]):
+            one['max_loss_diff_vs_single'] = float(np.max(np.abs(
+                np.array(one['losses']) - np.array(single['losses']))))
+    records = [stats.combine(mode_runs, FIGURES, seeds) for mode_runs in runs]
+    return stats.mark(records, records[0], FIGURES[:2])
+
+
 def main(_):
     compat.enable_graph_mode()
-    results = {}
-    for mode in ('single', 'model', 'data'):
-        start = time.perf_counter()
-        losses, times = train(mode, FLAGS.num_devices, FLAGS.device, FLAGS.width, FLAGS.depth,
-                              FLAGS.batch_size, FLAGS.input_size, FLAGS.num_steps)
-        results[mode] = dict(times.summary(), study='model_parallel', mode=mode,
-                             losses=[float(l) for l in losses], num_devices=FLAGS.num_devices,
-                             width=FLAGS.width, depth=FLAGS.depth, batch_size=FLAGS.batch_size,
-                             build_and_run_s=time.perf_counter() - start)
-    reference = np.array(results['single']['losses'])
-    print('%-8s %12s %14s %16s' % ('mode', 'step ms p50', 'images/sec', 'max |loss diff|'))
-    for mode, r in results.items():
-        r['max_loss_diff_vs_single'] = float(np.max(np.abs(np.array(r['losses']) - reference)))
-        print('%-8s %12.2f %14.1f %16.2e' % (mode, r['step_time_ms']['p50'],
-                                              r['images_per_sec'],
-                                              r['max_loss_diff_vs_single']))
-    common.write_records(list(results.values()), FLAGS.result_file)
+    network = dict(num_devices=FLAGS.num_devices, device_kind=FLAGS.device, width=FLAGS.width,
+                   depth=FLAGS.depth, batch=FLAGS.batch_size, input_size=FLAGS.input_size,
+                   num_steps=FLAGS.num_steps)
+    records = run(network, FLAGS.repeats, FLAGS.tf_random_seed)
+    common.print_table(records, TABLE, 'single')
+    common.write_records(records, FLAGS.result_file)
 
 
 if __name__ == '__main__':

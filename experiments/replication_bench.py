@@ -3,20 +3,28 @@
 Every variant trains the same small model on synthetic data on 1, 2 and 4 devices (virtual CPU
 devices on a CPU: they share the host's cores, so more devices add communication and
 scheduling work, never compute). Scaling efficiency is images/sec on N devices over N times the
-variant's own one-device figure. Prints a table and one JSON line per run (appended to
---result_file if given).
+variant's own one-device figure, per repeat (repeat r on N devices over repeat r on one).
 
-  python -m experiments.replication_bench                      # full figures (a few minutes)
+Every (variant, devices) row runs --repeats times, seeds --tf_random_seed + r, in rounds over
+all rows (a slow spell of the machine hits them alike); figures are median [min-max] over the
+repeats, '*' marking a range apart from `independent`'s at the same device count (no
+aggregation at all: the reference; experiments/stats.py). Prints a table and one JSON line per
+row (appended to --result_file if given); --plot draws images/sec and efficiency vs devices.
+
+  python -m experiments.replication_bench --plot=replication.png   # all 13 variants: ~7 minutes
   python -m experiments.replication_bench --devices=1,2 --num_batches=2 --variants=replicated
 """
+import functools
 
 from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import stats
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
+from tfhp import plots
 
 # name -> (ReplicationConfig fields, ClusterConfig fields)
 VARIANTS = {
@@ -56,10 +64,19 @@ def define_flags():
     flags.DEFINE_integer('batch_size', 32, 'Per-device batch size.')
     flags.DEFINE_integer('num_batches', 30, 'Timed steps per run.')
     flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per run.')
+    flags.DEFINE_integer('repeats', 3, 'Runs of each row (seeds --tf_random_seed + r).')
+    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
     flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+    flags.DEFINE_string('plot', None, 'Write images/sec and scaling efficiency vs devices '
+                        'here (PNG; needs matplotlib).')
 
 
-def measure(variant, num_devices, model, batch_size, num_batches, num_warmup_batches):
+REFERENCE = 'independent'
+FIGURES = ('images_per_sec', 'step_time_ms_p50', 'scaling_efficiency', 'final_loss')
+
+
+def measure(variant, num_devices, model, batch_size, num_batches, num_warmup_batches,
+            seed=1234):
     """One benchmark run of `variant` on `num_devices` devices; returns its JSON record."""
     replication, cluster = VARIANTS[variant]
     cfg = config_lib.BenchmarkConfig(
@@ -69,36 +86,79 @@ def measure(variant, num_devices, model, batch_size, num_batches, num_warmup_bat
         cluster=config_lib.ClusterConfig(**cluster),
         run=config_lib.RunConfig(num_batches=num_batches,
                                  num_warmup_batches=num_warmup_batches,
-                                 display_every=num_batches))
+                                 display_every=num_batches, tf_random_seed=seed))
     result = benchmark.run(cfg, log=lambda _: None)
     return {'study': 'replication', 'variant': variant, 'num_devices': num_devices,
             'model': model, 'batch_size': batch_size,
             'images_per_sec': result['images_per_sec'],
             'step_time_ms_p50': result['step_time_ms']['p50'],
-            'final_loss': result['final_loss'], 'config': cfg.to_dict()}
+            'final_loss': result['final_loss'], 'seed': seed, 'config': cfg.to_dict()}
+
+
+def add_efficiency(records):
+    """Scaling efficiency of each repeat: images/sec on N devices / (N x repeat r on one).
+
+    Args:
+      records: combined records (`stats.combine`) of one variant's device counts.
+    """
+    one = next((r for r in records if r['num_devices'] == 1), None)
+    for r in records:
+        if one:
+            ratios = [ips / (r['num_devices'] * base) for ips, base in zip(
+                r['images_per_sec']['values'], one['images_per_sec']['values'])]
+            r['scaling_efficiency'] = stats.summarise(ratios)
+    return records
+
+
+TABLE = [('variant', 'variant', None), ('devices', 'num_devices', '%d'),
+         ('images/s', 'images_per_sec', '%.0f'), ('step ms p50', 'step_time_ms_p50', '%.1f'),
+         ('efficiency', 'scaling_efficiency', '%.2f')]
+
+
+def print_tables(records):
+    """One table per device count, marked against `independent` at that count."""
+    for n in sorted({r['num_devices'] for r in records}):
+        rows = [r for r in records if r['num_devices'] == n]
+        reference = next((r for r in rows if r['variant'] == REFERENCE), None)
+        if reference:
+            stats.mark(rows, reference, FIGURES)
+        common.print_table(rows, TABLE, reference and '%s on %d device%s' % (
+            REFERENCE, n, '' if n == 1 else 's'))
+        print()
+
+
+def plot(records, path):
+    """images/sec and scaling efficiency vs devices, a line per variant."""
+    variants = sorted({r['variant'] for r in records})
+    series = {key: [(v, [r['num_devices'] for r in records if r['variant'] == v],
+                     [r.get(key) for r in records if r['variant'] == v]) for v in variants]
+              for key in ('images_per_sec', 'scaling_efficiency')}
+    counts = sorted({r['num_devices'] for r in records})
+    plots.line_panels(path, [('throughput, all devices together', series['images_per_sec'],
+                              [], 'images/sec'),
+                             ('scaling efficiency', series['scaling_efficiency'],
+                              [(1.0, 'linear scaling')],
+                              'images/sec on N / (N x images/sec on 1)')],
+                      'devices (virtual CPU devices share the host cores)', None,
+                      title='in-graph replication, %s, median and min-max of %d repeats' % (
+                          records[0]['model'], records[0]['repeats']),
+                      xticks=[(n, str(n)) for n in counts])
 
 
 def main(_):
+    common.check_plot(FLAGS.plot)
     compat.enable_graph_mode()
-    counts = [int(d) for d in FLAGS.devices]
-    results = []
+    rows = [(v, int(n)) for v in FLAGS.variants for n in FLAGS.devices]
+    records = common.repeat_in_rounds(
+        [functools.partial(measure, v, n, FLAGS.model, FLAGS.batch_size, FLAGS.num_batches,
+                           FLAGS.num_warmup_batches) for v, n in rows],
+        FLAGS.repeats, FLAGS.tf_random_seed, FIGURES)
     for variant in FLAGS.variants:
-        baseline = None
-        for n in counts:
-            record = measure(variant, n, FLAGS.model, FLAGS.batch_size, FLAGS.num_batches,
-                             FLAGS.num_warmup_batches)
-            if n == 1:
-                baseline = record['images_per_sec']
-            if baseline:
-                record['scaling_efficiency'] = record['images_per_sec'] / (n * baseline)
-            results.append(record)
-    print('%-30s %7s %12s %10s %10s' % ('variant', 'devices', 'images/sec', 'step ms',
-                                         'efficiency'))
-    for r in results:
-        print('%-30s %7d %12.1f %10.2f %10s' % (
-            r['variant'], r['num_devices'], r['images_per_sec'], r['step_time_ms_p50'],
-            '%.2f' % r['scaling_efficiency'] if 'scaling_efficiency' in r else '-'))
-    common.write_records(results, FLAGS.result_file)
+        add_efficiency([r for r in records if r['variant'] == variant])
+    print_tables(records)
+    common.write_records(records, FLAGS.result_file)
+    if FLAGS.plot:
+        plot(records, FLAGS.plot)
 
 
 if __name__ == '__main__':

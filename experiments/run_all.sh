@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Re-measures every figure in the README on this machine (CPU defaults; about 40 minutes on
-# 2 cores). Each script prints its table; JSON lines go to $OUT/*.jsonl.
+# Re-measures every figure in the README on this machine (CPU defaults). Most scripts now run
+# every row 3 times (--repeats), so expect roughly three times the 40 minutes single runs took
+# on 2 cores (an estimate; not timed end to end). Each script prints its table; JSON lines go to
+# $OUT/*.jsonl and, where matplotlib is installed (pip install -e '.[plots]'), plots to
+# $OUT/*.png.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results}
 mkdir -p "$OUT"
-run() { local name=$1; shift; echo "=== $name: $*"; timeout 900 "$@" 2>&1 | grep -v -E '^[WI][0-9]{4} |^WARNING|rebuild TensorFlow' | tee "$OUT/$name.txt"; }
+plot() { python -c 'import matplotlib' 2>/dev/null && echo "--plot=$OUT/$1.png"; }
+run() { local name=$1; shift; echo "=== $name: $*"; timeout 1800 "$@" 2>&1 | grep -v -E '^[WI][0-9]{4} |^WARNING|rebuild TensorFlow' | tee "$OUT/$name.txt"; }
 run runner_overhead python -m experiments.runner_overhead --result_file="$OUT/runner_overhead.jsonl"
-run replication python -m experiments.replication_bench --result_file="$OUT/replication.jsonl"
-run allreduce python -m experiments.allreduce_bench --repeats=5 --result_file="$OUT/allreduce.jsonl"
+run replication python -m experiments.replication_bench --result_file="$OUT/replication.jsonl" $(plot replication)
+run allreduce python -m experiments.allreduce_bench --repeats=5 --result_file="$OUT/allreduce.jsonl" $(plot allreduce)
 run input python -m experiments.input_bench --settings=small32 --num_batches=100 --result_file="$OUT/input.jsonl"
-run distributed python -m experiments.distributed_bench --workers=1,2,4 --steps=50 --output="$OUT/distributed.jsonl"
-run four_combos python -m experiments.four_combos --result_file="$OUT/four_combos.jsonl"
+run distributed python -m experiments.distributed_bench --workers=1,2,4 --steps=50 --output="$OUT/distributed.jsonl" $(plot distributed_null)
+run four_combos python -m experiments.four_combos --result_file="$OUT/four_combos.jsonl" $(plot four_combos)
 run ablations python -m experiments.ablations --result_file="$OUT/ablations.jsonl"
 run model_parallel python -m experiments.model_parallel --result_file="$OUT/model_parallel.jsonl"
-run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl"
+run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl" $(plot stale_gradients)
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"

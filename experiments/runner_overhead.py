@@ -2,14 +2,16 @@
 
 For each model the runner's timed loop (`tfhp.session.run_steps`, with the CLI's periodic loss
 fetch) and a bare `for: sess.run(train_op)` loop run on the same graph in the same session,
-alternating for several rounds; the overhead is 1 - runner/bare of the median images/sec.
+alternating for --repeats rounds; the overhead of a round is 1 - runner/bare of its images/sec.
 Then batch-norm models run fused and composite, and every model NHWC and NCHW where the device
-runs NCHW. Prints a table and one JSON line per result (appended to --result_file if given).
+runs NCHW, each --repeats times (seeds --tf_random_seed + r). Figures are median [min-max] over
+the repeats (experiments/stats.py), '*' marking composite against fused and NCHW against NHWC
+where the ranges are apart. Prints a table and one JSON line per result (appended to
+--result_file if given).
 
   python -m experiments.runner_overhead                       # CPU defaults, a few minutes
   python -m experiments.runner_overhead --device=gpu --models=resnet50 --batch_size=64
 """
-import statistics
 import time
 
 from absl import app
@@ -17,6 +19,7 @@ from absl import flags
 import tensorflow.compat.v1 as tf
 
 from experiments import common
+from experiments import stats
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
@@ -27,18 +30,21 @@ flags.DEFINE_list('models', ['trivial', 'lenet', 'alexnet', 'resnet50'], 'Models
 flags.DEFINE_list('bn_models', ['resnet50'], 'Models for the fused vs composite comparison.')
 flags.DEFINE_integer('batch_size', 8, 'Per-device batch size for every model.')
 flags.DEFINE_integer('num_batches', 20, 'Timed steps per loop.')
-flags.DEFINE_integer('rounds', 3, 'Runner/bare alternations per model.')
+flags.DEFINE_integer('repeats', 3, 'Runner/bare alternations per model; runs per variant '
+                     '(seeds --tf_random_seed + r).')
+flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
 flags.DEFINE_enum('device', 'cpu', config_lib.DEVICES, 'Device kind.')
 flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 FLAGS = flags.FLAGS
 
 
-def _config(model, data_format='NHWC', fuse_batchnorm=True):
+def _config(model, data_format='NHWC', fuse_batchnorm=True, seed=1234):
     return config_lib.BenchmarkConfig(
         model=config_lib.ModelConfig(name=model, batch_size=FLAGS.batch_size,
                                      data_format=data_format, fuse_batchnorm=fuse_batchnorm),
         device=config_lib.DeviceConfig(device=FLAGS.device),
-        run=config_lib.RunConfig(num_batches=FLAGS.num_batches, num_warmup_batches=5))
+        run=config_lib.RunConfig(num_batches=FLAGS.num_batches, num_warmup_batches=5,
+                                 tf_random_seed=seed))
 
 
 def _bare_loop(sess, train_op, num_steps, images_per_step):
@@ -49,8 +55,8 @@ def _bare_loop(sess, train_op, num_steps, images_per_step):
 
 
 def measure_overhead(model):
-    """Median images/sec of the runner's loop and of a bare loop on one graph."""
-    built = benchmark.build(_config(model))
+    """images/sec of the runner's loop and of a bare loop on one graph, and the overhead."""
+    built = benchmark.build(_config(model, seed=FLAGS.tf_random_seed))
     ops, n = built.ops, FLAGS.num_batches
     runner, bare = [], []
     with tf.Session(graph=built.graph, config=built.session_config) as sess:
@@ -58,24 +64,36 @@ def measure_overhead(model):
         sess.run([ops.train_op, ops.loss])  # builds the executor of the runner's fetches
         for _ in range(5):
             sess.run(ops.train_op)
-        for _ in range(FLAGS.rounds):
+        for _ in range(FLAGS.repeats):
             times = session_lib.run_steps(
                 sess, ops.train_op, n, built.images_per_step,
                 [session_lib.Observer(10, {'loss': ops.loss}, lambda *_: None)])
             runner.append(times.images_per_sec)
             bare.append(_bare_loop(sess, ops.train_op, n, built.images_per_step))
-    runner_ips, bare_ips = statistics.median(runner), statistics.median(bare)
     return {'study': 'runner_overhead', 'model': model, 'batch_size': built.batch_size,
-            'runner_images_per_sec': runner_ips, 'bare_images_per_sec': bare_ips,
-            'overhead_pct': 100.0 * (1.0 - runner_ips / bare_ips)}
+            'seed': FLAGS.tf_random_seed, 'repeats': FLAGS.repeats,
+            'runner_images_per_sec': stats.summarise(runner),
+            'bare_images_per_sec': stats.summarise(bare),
+            'overhead_pct': stats.summarise([100.0 * (1.0 - r / b)
+                                             for r, b in zip(runner, bare)])}
 
 
 def measure_variant(model, study, **model_fields):
-    """images/sec of one benchmark.run with ModelConfig fields changed."""
-    result = benchmark.run(_config(model, **model_fields), log=lambda _: None)
-    return dict({'study': study, 'model': model, 'batch_size': result['batch_size'],
-                 'images_per_sec': result['images_per_sec'],
-                 'step_time_ms_p50': result['step_time_ms']['p50']}, **model_fields)
+    """images/sec of benchmark.run with ModelConfig fields changed, once per repeat."""
+    runs = []
+    for seed in range(FLAGS.tf_random_seed, FLAGS.tf_random_seed + FLAGS.repeats):
+        result = benchmark.run(_config(model, seed=seed, **model_fields), log=lambda _: None)
+        runs.append(dict({'study': study, 'model': model, 'batch_size': result['batch_size'],
+                          'images_per_sec': result['images_per_sec'],
+                          'step_time_ms_p50': result['step_time_ms']['p50']}, **model_fields))
+    return stats.combine(runs, ('images_per_sec', 'step_time_ms_p50'),
+                         [FLAGS.tf_random_seed + r for r in range(FLAGS.repeats)])
+
+
+TABLE = [('model', 'model', None), ('study', 'label', None),
+         ('runner images/s', 'runner_images_per_sec', '%.1f'),
+         ('bare loop images/s', 'bare_images_per_sec', '%.1f'),
+         ('overhead %', 'overhead_pct', '%.2f'), ('images/s', 'images_per_sec', '%.1f')]
 
 
 def main(_):
@@ -88,17 +106,16 @@ def main(_):
     for model in FLAGS.models:
         for data_format in ('NHWC', 'NCHW') if nchw else ('NHWC',):
             results.append(measure_variant(model, 'data_format', data_format=data_format))
-    print('%-10s %-16s %14s %14s %10s' % ('model', 'study', 'runner/variant', 'bare', 'overhead'))
     for r in results:
-        if r['study'] == 'runner_overhead':
-            print('%-10s %-16s %14.1f %14.1f %9.2f%%' % (
-                r['model'], 'runner vs bare', r['runner_images_per_sec'],
-                r['bare_images_per_sec'], r['overhead_pct']))
-        else:
-            label = ('fused' if r.get('fuse_batchnorm') else 'composite') if (
-                r['study'] == 'batchnorm') else r['data_format']
-            print('%-10s %-16s %14.1f' % (r['model'], '%s %s' % (r['study'], label),
-                                          r['images_per_sec']))
+        r['label'] = 'runner vs bare' if r['study'] == 'runner_overhead' else '%s %s' % (
+            r['study'], ('fused' if r.get('fuse_batchnorm') else 'composite')
+            if r['study'] == 'batchnorm' else r['data_format'])
+    for study in ('batchnorm', 'data_format'):
+        for model in set(FLAGS.models) | set(FLAGS.bn_models):
+            rows = [r for r in results if (r['study'], r['model']) == (study, model)]
+            if len(rows) > 1:
+                stats.mark(rows, rows[0], ('images_per_sec',))
+    common.print_table(results, TABLE, 'fused (batchnorm), NHWC (data_format)')
     if not nchw:
         print('NCHW: not measured, this TensorFlow build\'s %s kernels reject it'
               % FLAGS.device.upper())

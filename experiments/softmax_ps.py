@@ -14,12 +14,16 @@ Each configuration (ps count x softmax) runs in its own process holding an in-pr
 cluster (`tf.train.Server`s on loopback): --num_workers worker tasks and the ps tasks. One
 client drives a replica per worker task, each in its own thread and applying its own gradients
 (asynchronous, as between-graph workers do; `tfhp.async_runner`). Reported: tokens/sec over all
-replicas, step time, the loss before and after, and the bytes each ps task holds.
+replicas, step time, the loss before and after, and the bytes each ps task holds. Every
+configuration runs --repeats times (seeds --tf_random_seed + r: the data and the initial
+weights), in rounds; figures are median [min-max] over the repeats, '*' marking a range apart
+from the same softmax on the fewest ps tasks (experiments/stats.py).
 
   python -m experiments.softmax_ps                       # 1, 2, 4 ps x full, sampled
   python -m experiments.softmax_ps --num_ps=1,2,4,8 --vocab_size=200000 --result_file=s.jsonl
 """
 import dataclasses
+import functools
 import json
 import os
 import sys
@@ -32,6 +36,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from experiments import common
+from experiments import stats
 from tfhp import async_runner
 from tfhp import compat
 from tfhp import config as config_lib
@@ -105,15 +110,15 @@ def local_cluster(num_workers, num_ps):
     return configs[0], servers[0]
 
 
-def measure(num_ps, softmax, options):
+def measure(num_ps, softmax, options, seed=1234):
     """Trains one configuration in an in-process cluster; returns its JSON record."""
     cluster, server = local_cluster(options.num_workers, num_ps)
     topology = topology_lib.Topology.in_graph(cluster.jobs(), 'worker', 0)
-    rng = np.random.RandomState(0)
+    rng = np.random.RandomState(seed)
     ids = rng.randint(0, options.vocab_size, options.batch_size).astype(np.int32)
     labels = rng.randint(0, options.vocab_size, options.batch_size).astype(np.int32)
     with tf.Graph().as_default() as graph:
-        tf.set_random_seed(1)
+        tf.set_random_seed(seed)
         with tf.device(topology.variable_devices[0]):
             tf.train.get_or_create_global_step()
         placement = parameter_server.ParameterServer(topology.tower_devices,
@@ -131,21 +136,32 @@ def measure(num_ps, softmax, options):
         loss_after = float(sess.run(ops.loss))
     return dict(dataclasses.asdict(options), study='softmax_ps', num_ps=num_ps, softmax=softmax,
                 tokens_per_sec=times.images_per_sec, step_time_ms=times.step_time_ms()['p50'],
-                loss_before=loss_before, loss_after=loss_after,
+                loss_before=loss_before, loss_after=loss_after, seed=seed,
                 ps_bytes=list(placement.placer.loads))
 
 
-def run_all(num_ps_list, options, timeout_s):
-    """Every configuration, each in a child process; failures are recorded with their error."""
+FIGURES = ('tokens_per_sec', 'step_time_ms', 'loss_before', 'loss_after')
+
+
+def run_child(num_ps, softmax, options, timeout_s, seed):
+    """One configuration in a child process; a failure is recorded with its error."""
     option_flags = ['--%s=%s' % item for item in dataclasses.asdict(options).items()]
-    records = []
-    for num_ps in num_ps_list:
-        for softmax in SOFTMAXES:
-            record, error = common.run_child(
-                'experiments.softmax_ps', ['--child=%d:%s' % (num_ps, softmax)] + option_flags,
-                timeout_s)
-            records.append(record or {'study': 'softmax_ps', 'num_ps': num_ps,
-                                      'softmax': softmax, 'error': error})
+    record, error = common.run_child(
+        'experiments.softmax_ps', ['--child=%d:%s' % (num_ps, softmax),
+                                   '--tf_random_seed=%d' % seed] + option_flags, timeout_s)
+    return record or {'study': 'softmax_ps', 'num_ps': num_ps, 'softmax': softmax,
+                      'seed': seed, 'error': error}
+
+
+def run_all(num_ps_list, options, timeout_s, repeats=1, base_seed=1234):
+    """Every configuration repeats times, in rounds; one record of summaries each."""
+    rows = [(n, s) for n in num_ps_list for s in SOFTMAXES]
+    records = common.repeat_in_rounds(
+        [functools.partial(run_child, n, s, options, timeout_s) for n, s in rows], repeats,
+        base_seed, FIGURES)
+    for softmax in SOFTMAXES:
+        group = [r for r in records if r['softmax'] == softmax]
+        stats.mark(group, min(group, key=lambda r: r['num_ps']), FIGURES)
     return records
 
 
@@ -160,11 +176,12 @@ def main(_):
     if FLAGS.child:
         compat.enable_graph_mode()
         num_ps, softmax = FLAGS.child.split(':')
-        print(json.dumps(measure(int(num_ps), softmax, options)))
+        print(json.dumps(measure(int(num_ps), softmax, options, FLAGS.tf_random_seed)))
         sys.stdout.flush()
         os._exit(0)  # pylint: disable=protected-access  # in-process servers never stop
-    records = run_all([int(n) for n in FLAGS.num_ps], options, FLAGS.timeout_s)
-    common.print_table(records, TABLE)
+    records = run_all([int(n) for n in FLAGS.num_ps], options, FLAGS.timeout_s, FLAGS.repeats,
+                      FLAGS.tf_random_seed)
+    common.print_table(records, TABLE, 'the same softmax on the fewest ps tasks')
     common.write_records(records, FLAGS.result_file)
 
 
@@ -175,6 +192,8 @@ def define_flags():
         define(field.name, field.default, field.name.replace('_', ' ') + '.')
     flags.DEFINE_list('num_ps', ['1', '2', '4'], 'ps task counts.')
     flags.DEFINE_float('timeout_s', 600.0, 'Bound on each configuration.')
+    flags.DEFINE_integer('repeats', 3, 'Runs of each configuration (seeds --tf_random_seed + r).')
+    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat (and of --child).')
     flags.DEFINE_string('child', None, 'Internal: run one configuration, num_ps:softmax.')
     flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 

@@ -10,11 +10,13 @@ between-graph job) with 4 replicas, so that updates are several steps stale, onc
   warmup       one replica trains alone for --async_warmup_steps global steps, then all join
   sync         the synchronous combination of the same mode, for reference
 
-Every run trains the same images (--num_steps batches per replica); the table shows global steps
-and seconds to --target_accuracy, the final accuracy, the measured staleness and how many
-gradients the drop remedy discarded.
+Every run trains the same images (--num_steps batches per replica), each remedy --repeats times
+(seeds --tf_random_seed + r); the table shows, as median [min-max] over the repeats, images and
+seconds to --target_accuracy, the final accuracy, the measured staleness and how many gradients
+the drop remedy discarded, with '*' where a remedy's range is apart from plain async's (`none`,
+the reference row; experiments/stats.py).
 
-  python -m experiments.stale_gradients                         # a few minutes on 2 cores
+  python -m experiments.stale_gradients --plot=stale.png       # ~15 minutes on 2 cores
   python -m experiments.stale_gradients --mode=between_graph --remedies=none,drop,warmup
 """
 import dataclasses
@@ -24,6 +26,7 @@ from absl import flags
 
 from experiments import common
 from experiments import four_combos
+from experiments import stats
 
 REMEDIES = ('none', 'lr_scaled', 'drop', 'inverse', 'warmup', 'sync')
 MODES = ('in_graph', 'between_graph')
@@ -44,19 +47,16 @@ def remedy_run(remedy, mode, options, max_staleness, warmup_steps):
 
 def run(remedies, mode, options, data_dir, work_dir, max_staleness, warmup_steps,
         extra_flags=()):
-    """One `four_combos` record per remedy, labelled with it."""
-    records = []
-    for remedy in remedies:
-        combo, remedy_options, extra = remedy_run(remedy, mode, options, max_staleness,
-                                                  warmup_steps)
-        record = four_combos.run_combo(combo, remedy_options, data_dir, work_dir,
-                                       list(extra_flags) + extra, label=remedy)
-        records.append(dict(record, study='stale_gradients', remedy=remedy, mode=mode))
-    return records
+    """One `four_combos` record (summaries over options.repeats) per remedy, labelled with it."""
+    rows = [remedy_run(r, mode, options, max_staleness, warmup_steps) for r in remedies]
+    records = four_combos.run_repeats(rows, options, data_dir, work_dir, extra_flags,
+                                      labels=list(remedies))
+    return [dict(record, study='stale_gradients', remedy=remedy, mode=mode)
+            for record, remedy in zip(records, remedies)]
 
 
-TABLE = four_combos.TABLE[:6] + [('staleness mean', 'staleness_mean', '%.2f'),
-                                 ('max', 'staleness_max', '%d'),
+TABLE = [('remedy', 'label', None)] + four_combos.TABLE[1:5] + [('staleness mean', 'staleness_mean', '%.2f'),
+                                 ('staleness max', 'staleness_max', '%d'),
                                  ('dropped stale', 'stale_gradients_dropped', '%d')]
 
 
@@ -65,15 +65,25 @@ def main(_):
     options, data_dir = four_combos.study_setup()
     records = run(FLAGS.remedies, FLAGS.mode, options, data_dir, FLAGS.work_dir,
                   FLAGS.max_gradient_staleness, FLAGS.async_warmup_steps, FLAGS.tfhp_flags)
-    print('%s, %d replicas, target accuracy %.2f, %d steps of %d per replica'
-          % (FLAGS.mode, options.num_replicas, options.target_accuracy, options.num_steps,
-             options.batch_size))
-    common.print_table(records, TABLE)
+    heading = ('%s, %d replicas, target accuracy %.2f, %d steps of %d per replica, %d repeats'
+               % (FLAGS.mode, options.num_replicas, options.target_accuracy, options.num_steps,
+                  options.batch_size, options.repeats))
+    print(heading)
+    reference = next((r for r in records if r['remedy'] == 'none'), records[0])
+    common.print_table(stats.mark(records, reference, four_combos.FIGURES), TABLE,
+                       reference['label'])
+    print('conclusion, from the repeats (experiments/stats.py):')
+    print('\n'.join('  ' + line for line in four_combos.conclusion(records,
+                                                                 options.target_accuracy)))
     common.write_records(records, FLAGS.result_file)
+    if FLAGS.plot:
+        four_combos.plot(records, options, FLAGS.plot, heading)
 
 
 if __name__ == '__main__':
-    four_combos.define_study_flags(four_combos.Options(num_replicas=4),
+    # 4 replicas make updates several steps stale (the README's table: 300 steps each, 0.8).
+    four_combos.define_study_flags(four_combos.Options(num_replicas=4, num_steps=300,
+                                                       target_accuracy=0.8),
                                    'tfhp_stale_gradients')
     flags.DEFINE_list('remedies', list(REMEDIES), 'Remedies to compare: %s.' % ', '.join(
         REMEDIES))

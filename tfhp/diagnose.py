@@ -9,6 +9,8 @@ tfhp.profiling.bottleneck for the definitions). An ablation that does not apply 
 configured is skipped, and the report says why.
 
 Every run is a measurement only: checkpoints, summaries and result files are off.
+--plot=PATH.png also draws the traced step's time per stage on each device and each run's step
+time (`tfhp.plots.stage_breakdown`; needs matplotlib, the extra `tfhp[plots]`).
 """
 import dataclasses
 import os
@@ -19,15 +21,21 @@ import tempfile
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 from absl import app  # pylint: disable=g-import-not-at-top
+from absl import flags
 
 from tfhp import benchmark
 from tfhp import cli
 from tfhp import compat
 from tfhp import config as config_lib
+from tfhp.config import paths
+from tfhp import plots
 from tfhp.data import info as data_info
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 from tfhp.profiling import capture
+
+flags.DEFINE_string('plot', None, 'Also draw the report (stage breakdown, step times) as this '
+                    'PNG; needs matplotlib: pip install -e \'.[plots]\'.')
 
 
 def _replace(cfg, section, **fields):
@@ -114,11 +122,18 @@ def main(argv):
         return 2
     try:
         cfg = cli.config_from_flags(cli.FLAGS)
+        if cli.FLAGS.plot:
+            plots.check_available()
+            paths.check_output_file('plot', cli.FLAGS.plot)
         compat.enable_graph_mode()
-        print(bottleneck.format_diagnosis(diagnose(cfg)))
-    except config_lib.ConfigError as e:
+        diagnosis = diagnose(cfg)
+        print(bottleneck.format_diagnosis(diagnosis))
+    except (config_lib.ConfigError, plots.PlotsUnavailable) as e:
         print('tfhp.diagnose: error: %s' % e, file=sys.stderr)
         return 2
+    if cli.FLAGS.plot:
+        plots.stage_breakdown(cli.FLAGS.plot, diagnosis)
+        print('plot: %s' % cli.FLAGS.plot)
     return 0
 
 

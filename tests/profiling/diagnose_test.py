@@ -1,4 +1,5 @@
 """The bottleneck report: figures and verdicts from known timings, and one real diagnosis."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -7,6 +8,7 @@ import pytest
 
 from tests import testing
 from tfhp import diagnose
+from tfhp import plots
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 
@@ -38,6 +40,9 @@ def test_exposures_scaling_and_bound_from_known_timings():
     assert (d.busiest_device, d.busiest_stage, d.busiest_stage_share) == ('CPU:0', 'backward',
                                                                          0.75)
     assert d.verdict.startswith('Bottleneck: input:') and '40%' in d.verdict
+    # Stage self times in ms (the analysis's are microseconds), stages without time left out.
+    assert d.stage_ms == {'CPU:0': {'forward': 0.002, 'backward': 0.006},
+                          'CPU:1': {'forward': 0.005}}
 
 
 def test_poor_scaling_without_exposure_blames_shared_cores():
@@ -78,7 +83,11 @@ def test_ablations_replace_one_setting_each_and_say_why_others_are_skipped():
     assert single['independent'] == 'the configuration is already independent'
 
 
-def test_diagnosis_of_a_two_device_run():
+def _has_matplotlib():
+    return importlib.util.find_spec('matplotlib') is not None
+
+
+def test_diagnosis_of_a_two_device_run(tmp_path):
     cfg = testing.small_config(num_batches=6, device={'num_devices': 2},
                                run={'num_warmup_batches': 2})
     lines = []
@@ -91,6 +100,23 @@ def test_diagnosis_of_a_two_device_run():
     assert d.transfer_bytes >= 4 * d.runs['configured']['num_params']
     assert d.verdict.startswith('Bottleneck: ')
     assert len(lines) == 3
+    assert set(d.stage_ms) == {'CPU:0', 'CPU:1'} and d.stage_ms['CPU:0']['backward'] > 0
+    if _has_matplotlib():  # --plot's figure (else the next test covers the refusal)
+        path = tmp_path / 'diagnose.png'
+        plots.stage_breakdown(str(path), d)
+        assert path.read_bytes()[:4] == b'\x89PNG' and path.stat().st_size > 1000
+
+
+def test_plot_without_matplotlib_is_refused_with_the_install_hint(tmp_path):
+    fake = tmp_path / 'fake' / 'matplotlib'
+    fake.mkdir(parents=True)
+    (fake / '__init__.py').write_text("raise ImportError('no matplotlib here (faked)')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / 'fake'), ROOT]))
+    proc = subprocess.run([sys.executable, '-m', 'tfhp.diagnose',
+                           '--plot=%s' % (tmp_path / 'd.png')], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == 'tfhp.diagnose: error: ' + plots.INSTALL_HINT
 
 
 def test_diagnose_command_refuses_bad_flags():

@@ -105,6 +105,16 @@ def _check_file(flag, path, written_as=None):
             _refuse(flag, path, 'cannot append to %s (%s)', target, e.strerror)
 
 
+def check_output_file(flag, path):
+    """Refuses `path` (of --flag) unless it is a writable file or can be created as one.
+
+    For output files beside a config's own, e.g. `python -m tfhp.diagnose --plot`.
+    Raises:
+      tfhp.config.ConfigError: '--<flag>=<path>: <why>'.
+    """
+    _check_file(flag, path)
+
+
 def check_output_paths(cfg, writes_train_dir):
     """Refuses the first output path of `cfg` that this process could not write.
 

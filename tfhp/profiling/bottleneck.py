@@ -55,6 +55,9 @@ class Diagnosis:
     busiest_stage: str
     busiest_stage_share: float  # of the busiest device's busy time
     verdict: str
+    # The traced step's self time per stage, ms: {device: {stage: ms}}, stages in report
+    # order, those with none left out (what `python -m tfhp.diagnose --plot` draws).
+    stage_ms: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -93,8 +96,11 @@ def diagnose(runs, skipped, step, bandwidth, num_devices, shared_cores=None):
         busiest_device=busiest.device,
         busiest_stage=stage,
         busiest_stage_share=stage_time / busiest.busy if busiest.busy else 0.0)
+    stage_ms = {d.device: {s: d.stages[s] / 1e3 for s in step.stage_names if d.stages.get(s)}
+                for d in step.devices}
     return Diagnosis(runs=runs, skipped=skipped, num_devices=num_devices,
-                     verdict=_verdict(figures, num_devices, shared_cores), **figures)
+                     verdict=_verdict(figures, num_devices, shared_cores), stage_ms=stage_ms,
+                     **figures)
 
 
 def _verdict(f, num_devices, shared_cores):

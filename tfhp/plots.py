@@ -1,0 +1,214 @@
+"""Figures as PNG files: the experiments' curves and `python -m tfhp.diagnose --plot`.
+
+matplotlib is optional (the extra `tfhp[plots]`): nothing here imports it until a figure is
+drawn, so tfhp imports and runs without it, and `check_available` lets an entry point refuse
+--plot before any work. Figures are drawn with the Agg backend (no display needed).
+
+Repeated figures come as summaries, dicts with 'median', 'min' and 'max' (see
+experiments/stats.py): lines are drawn through the medians, with the min-max range as error bars
+or a shaded band. A None median or bound (a target not reached) is left out of the line.
+
+  accuracy_curves   accuracy vs images and vs seconds, a median line and a band per series
+  line_panels       y vs x with min-max error bars, one panel per group, optional reference lines
+  stage_breakdown   the diagnose report: self time per stage and device, step time per run
+"""
+import io
+import math
+import statistics
+
+INSTALL_HINT = "--plot needs matplotlib, which is not installed: pip install -e '.[plots]'"
+
+
+class PlotsUnavailable(ImportError):
+    """matplotlib is not installed; the message says how to install it."""
+
+
+def _pyplot():
+    try:
+        import matplotlib  # pylint: disable=g-import-not-at-top
+    except ImportError as e:
+        raise PlotsUnavailable(INSTALL_HINT) from e
+    matplotlib.use('Agg')
+    from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+    return pyplot
+
+
+def check_available():
+    """Raises PlotsUnavailable (with the install hint) when matplotlib cannot be imported."""
+    _pyplot()
+
+
+def _save(figure, path):
+    """Writes the figure as a palette PNG: a few tens of KB instead of a hundred or more."""
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format='png', dpi=80)
+    _pyplot().close(figure)
+    from PIL import Image  # pylint: disable=g-import-not-at-top  # matplotlib depends on it
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert('RGB').quantize(colors=96).save(path, format='PNG', optimize=True)
+
+
+def _median_band(values):
+    return statistics.median(values), min(values), max(values)
+
+
+def accuracy_curves(path, series, target=None, title=None):
+    """Accuracy vs images (left) and vs seconds (right), median line and min-max band each.
+
+    Args:
+      path: the PNG to write.
+      series: [(label, curves)]; curves: one per repeat, each a list of (images, seconds,
+        accuracy) checkpoints. Repeats are aligned by checkpoint index (the shortest decides);
+        x is the median over repeats of images, resp. seconds, at that checkpoint.
+      target: draw the target accuracy as a dashed line.
+      title: the figure's title.
+    """
+    pyplot = _pyplot()
+    figure, axes = pyplot.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for label, curves in series:
+        length = min(len(c) for c in curves)
+        columns = [[c[i] for c in curves] for i in range(length)]
+        accuracy = [_median_band([p[2] for p in points]) for points in columns]
+        for ax, x_index in zip(axes, (0, 1)):
+            xs = [_median_band([p[x_index] for p in points])[0] for points in columns]
+            line, = ax.plot(xs, [a[0] for a in accuracy], marker='.', label='%s (%d repeats)'
+                            % (label, len(curves)))
+            ax.fill_between(xs, [a[1] for a in accuracy], [a[2] for a in accuracy],
+                            color=line.get_color(), alpha=0.18 if len(series) <= 4 else 0.09,
+                            linewidth=0)
+    axes[0].set_xlabel('images trained (updates applied x images per update)')
+    axes[1].set_xlabel('training seconds (timed steps; median over the repeats)')
+    axes[0].set_ylabel('validation top-1 accuracy')
+    for ax in axes:
+        if target is not None:
+            ax.axhline(target, color='grey', linestyle='--', linewidth=1,
+                       label='target %.2f' % target)
+        ax.grid(alpha=0.3)
+    axes[1].legend(loc='lower right', fontsize=8,
+                   title='line: median, band: min-max', title_fontsize=8)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    _save(figure, path)
+
+
+def _present(xs, summaries):
+    return [(x, s) for x, s in zip(xs, summaries) if s is not None and s['median'] is not None]
+
+
+def _dodged(xs, index, count, logx):
+    """xs shifted a little per series, so that error bars at the same x do not hide each other.
+
+    The series spread over a fifth of the smallest gap between neighbouring xs (in log space
+    on a log axis), centred on the true x.
+    """
+    ordered = sorted(set(xs))
+    if count < 2 or len(ordered) < 2:
+        return xs
+    space = [math.log(x) for x in ordered] if logx else ordered
+    gap = min(b - a for a, b in zip(space, space[1:]))
+    shift = 0.2 * gap * (index / (count - 1.0) - 0.5)
+    return [x * math.exp(shift) if logx else x + shift for x in xs]
+
+
+def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None,
+                xticks=None, sharey=False):
+    """One panel per group: a line per series through the medians, min-max error bars.
+
+    Args:
+      path: the PNG to write.
+      panels: [(panel title, series, reference lines)] or (..., reference lines, y label);
+        series: [(label, xs, summaries)]; reference lines: [(y, label)] drawn dashed across
+        the panel (e.g. memcpy bandwidth).
+      xlabel, ylabel: axis labels, with units (a panel's own y label wins).
+      logx, logy: log scales (for x or y spanning decades); a linear y starts at 0.
+      title: the figure's title.
+      xticks: [(x, label)] to mark, e.g. sizes as '1 KiB'.
+      sharey: one y axis for every panel (same figure, same scale: panels compare).
+    """
+    pyplot = _pyplot()
+    from matplotlib import ticker  # pylint: disable=g-import-not-at-top
+    figure, axes = pyplot.subplots(1, len(panels), figsize=(5.5 * len(panels) + 1, 4.2),
+                                   squeeze=False, sharey=sharey)
+    for ax, panel in zip(axes[0], panels):
+        panel_title, series, references = panel[:3]
+        for index, (label, xs, summaries) in enumerate(series):
+            points = _present(xs, summaries)
+            if not points:
+                continue
+            medians = [s['median'] for _, s in points]
+            below = [s['median'] - s['min'] for _, s in points]
+            above = [0.0 if s['max'] is None else s['max'] - s['median'] for _, s in points]
+            ax.errorbar(_dodged([x for x, _ in points], index, len(series), logx), medians,
+                        yerr=[below, above], marker='o', markersize=4, capsize=3, label=label)
+        for y, label in references:
+            ax.axhline(y, color='black', linestyle='--', linewidth=1, label=label)
+        ax.set_xscale('log' if logx else 'linear')
+        ax.set_yscale('log' if logy else 'linear')
+        if logy:  # numbers at 1, 2, 5 x 10^k read better than powers of ten alone
+            ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: '%g' % v))
+            ax.yaxis.set_minor_formatter(ticker.NullFormatter())
+        else:
+            ax.set_ylim(bottom=0)
+        if xticks:
+            ax.set_xticks([x for x, _ in xticks])
+            ax.set_xticklabels([t for _, t in xticks], rotation=45 if len(xticks) > 5 else 0)
+            ax.minorticks_off()
+        ax.set_title(panel_title, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(panel[3] if len(panel) > 3 else ylabel)
+        ax.grid(alpha=0.3, which='both')
+        ax.legend(fontsize=7)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    _save(figure, path)
+
+
+def stage_breakdown(path, diagnosis):
+    """The diagnose report: self time per stage on each device, and each run's step time.
+
+    Args:
+      path: the PNG to write.
+      diagnosis: a `tfhp.profiling.bottleneck.Diagnosis`.
+    """
+    pyplot = _pyplot()
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.8),
+                                            gridspec_kw={'width_ratios': [3, 2]})
+    devices = list(diagnosis.stage_ms)
+    stages = []
+    for per_stage in diagnosis.stage_ms.values():
+        stages += [s for s in per_stage if s not in stages]
+    starts = [0.0] * len(devices)
+    for stage in stages:
+        widths = [diagnosis.stage_ms[d].get(stage, 0.0) for d in devices]
+        left.barh(devices, widths, left=starts, label=stage)
+        starts = [s + w for s, w in zip(starts, widths)]
+    left.invert_yaxis()
+    left.set_xlabel('self time in the traced step, ms (a bar adds up to the device\'s busy time)')
+    left.set_title('time per stage and device (one traced step)', fontsize=10)
+    left.legend(fontsize=8, ncol=min(len(stages), 5), loc='upper center',
+                bbox_to_anchor=(0.5, -0.2))
+    left.grid(alpha=0.3, axis='x')
+    names = list(diagnosis.runs)
+    step_ms = [diagnosis.runs[n]['step_time_ms']['p50'] for n in names]
+    bars = right.barh(names, step_ms, color=['black'] + ['silver'] * (len(names) - 1))
+    right.bar_label(bars, fmt='%.1f ms', fontsize=8)
+    right.invert_yaxis()
+    right.set_xlabel('median step time, ms')
+    right.set_title('the configuration (black) and its ablations', fontsize=10)
+    right.set_xlim(0, max(step_ms) * 1.25)
+    figure.suptitle(_wrap(diagnosis.verdict, 130), fontsize=9)
+    _save(figure, path)
+
+
+def _wrap(text, width):
+    lines, line = [], ''
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = '%s %s' % (line, word) if line else word
+    return '\n'.join(lines + [line])
