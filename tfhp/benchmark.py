@@ -114,7 +114,7 @@ def build(cfg, topology=None, finalize=True):
 
     Args:
       cfg: a `tfhp.config.BenchmarkConfig`.
-      topology: where to build; default: this process's devices (`tfhp.distributed` passes a
+      topology: where to build; default: this process's devices (`tfhp.cluster` passes a
         cluster topology).
       finalize: finalize the graph; False lets the caller add ops (and finalize) first.
 
@@ -199,10 +199,10 @@ def run(cfg, log=print, topology=None, target=''):
     """Runs one benchmark.
 
     Args:
-      cfg: a `tfhp.config.BenchmarkConfig` (a cluster task runs through `tfhp.distributed`,
+      cfg: a `tfhp.config.BenchmarkConfig` (a cluster task runs through `tfhp.cluster.roles`,
         which calls this for the in-graph client).
       log: called with each line to print.
-      topology, target: the in-graph client of a cluster (`tfhp.distributed`) passes its
+      topology, target: the in-graph client of a cluster (`tfhp.cluster.client`) passes its
         cluster-wide topology and its server's session target.
     Returns:
       The result dict (the JSON line appended to cfg.run.result_file, if set).

@@ -228,8 +228,8 @@ def main(argv):
     compat.enable_graph_mode()
     try:
         if cfg.cluster.enabled:
-            from tfhp import distributed  # pylint: disable=g-import-not-at-top
-            result = distributed.run(cfg, stop=stop)
+            from tfhp.cluster import roles  # pylint: disable=g-import-not-at-top
+            result = roles.run(cfg, stop=stop)
         else:
             from tfhp import benchmark  # pylint: disable=g-import-not-at-top
             result = benchmark.run(cfg)

@@ -323,7 +323,7 @@ def cluster_summary(results, launch_times):
       worker_images_per_sec: the workers' own rates; staleness over every timed update.
 
     Args:
-      results: {(job, index): result dict written by tfhp.distributed or tfhp.benchmark}.
+      results: {(job, index): result dict written by tfhp.cluster.worker or tfhp.benchmark}.
       launch_times: {(job, index): epoch seconds the task was started}.
     Returns:
       A JSON-ready dict.

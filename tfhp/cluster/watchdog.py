@@ -50,7 +50,8 @@ class Watchdog:
       essential: the peers whose loss ends this task.
       silent_s: an essential peer that did not answer for this long is lost (--peer_timeout_s).
       still_s: an essential peer that answers but made no progress for this long is lost.
-      mine: this task's description, to check every peer's against (`agreement.mismatch`).
+      mine: this task's description, to check every peer's against (`agreement.mismatch`);
+        None checks nothing.
     """
 
     def __init__(self, task, fail, watch, essential, silent_s, still_s, mine):
@@ -150,7 +151,7 @@ class Watchdog:
                     self.fail('%s did not end within %g s%s' % (
                         what, bound_s, '; ' + blame if blame else ''), status)
                     return
-            for peer in self._watch.peers:
+            for peer in self._watch.peers if self._mine else ():
                 info = self._watch.info(peer)
                 if info is not None and (peer, info['incarnation']) not in self._checked:
                     self._checked.add((peer, info['incarnation']))

@@ -1,4 +1,6 @@
-"""Variable managers. `make_variable_manager` is the only place strategy names are read."""
+"""Variable managers. `make_variable_manager` and `worker_protocol` are the only places
+strategy names are read."""
+import collections
 import functools
 
 from tfhp.ops import allreduce
@@ -13,6 +15,23 @@ from tfhp.replication import partitioning
 from tfhp.replication import replicated
 from tfhp.replication import staleness
 from tfhp.replication import sync_replicas
+
+
+WorkerProtocol = collections.namedtuple('WorkerProtocol', [
+    'all_reduce',   # workers exchange gradients among themselves, no ps: each holds the
+                    # variables, talks to every other worker and forms a collective group
+    'group_leader',  # the collective group's leader task ('' without all_reduce)
+    'common_end',   # synchronous steps: every worker ends at one global step
+])
+
+
+def worker_protocol(replication_config, cluster_config):
+    """How the workers of a between-graph job meet, for the code that runs them (which names no
+    strategy): a `WorkerProtocol`."""
+    all_reduce = replication_config.variable_update == 'collective_all_reduce'
+    return WorkerProtocol(all_reduce=all_reduce,
+                          group_leader=collective_workers.GROUP_LEADER if all_reduce else '',
+                          common_end=cluster_config.cross_replica_sync)
 
 
 def make_variable_manager(replication_config, topology, cluster_config=None,

@@ -13,7 +13,7 @@ different values, or did not restore the chief's checkpoint, start equal.
 The runtime matches the ops of one collective across processes by (group key, instance key):
 keys come from a counter in graph-building order, which is the same on every worker because
 every worker builds the same graph. Sessions and servers need
-`ConfigProto.experimental.collective_group_leader` (`tfhp.distributed` sets it). The group of
+`ConfigProto.experimental.collective_group_leader` (`tfhp.cluster.task.server_proto` sets it). The group of
 this manager is GROUP_KEY; other collectives between the same workers take other keys.
 """
 import tensorflow.compat.v1 as tf

@@ -1,31 +1,22 @@
-"""Runs one task of a multi-process job: a serving task, a between-graph worker, or the client.
+"""A between-graph worker: its own graph, session and steps, bounded and named on failure.
 
-Roles (`ClusterConfig.job_name`, `graph_mode`):
-  ps tasks, and in-graph workers other than the client, only serve: they hold variables (or
-    run towers) for others and exit once every task they serve has signalled done or was lost
-    (`servers.serve_until_done`), so a job leaves no process behind.
-  between-graph workers each build their own graph (`benchmark.build` on a
-    `Topology.between_graph`) and train in a `sessions.TaskSession`; the chief (worker 0)
-    initialises or restores from --train_dir and writes checkpoints and summaries.
-  the in-graph client (the controller, or worker 0) builds one graph with towers on every
-    worker and runs the ordinary benchmark loop through its server (`benchmark.run`).
+It builds its graph (`benchmark.build` on a `Topology.between_graph`) with the job's control ops
+(`tfhp.cluster.control`) and its progress counter in the step, waits for its essential peers,
+starts a `sessions.TaskSession` (the chief initialises or restores from --train_dir, and writes
+checkpoints and summaries), checks that the ps tasks can reach it (a restarted worker), warms up
+its staging areas and steps: every step's phase bounded by the watchdog, a failed one ending the
+task with the peers to blame named.
 
-Every task publishes its state and watches its peers' (`tfhp.cluster.liveness`); a watchdog
-(`tfhp.cluster.watchdog`) bounds every phase of its work and ends it, with one line naming the
-peer, when an essential peer is lost, or (exit 2) when a peer was started with settings that
-disagree with its own (`tfhp.cluster.agreement`). Exit statuses: 0 done, 1 a peer was lost or a
-wait overran, 2 a setting is at fault, 128 + N stopped by signal N.
+When a run ends: synchronous workers end at one global step, the job's end step: the global
+step the chief started from (0, or a checkpoint's) + warm-up + num_batches. Asynchronous
+workers each run warm-up + num_batches steps of their own. A stop signal (SIGTERM, SIGINT) to
+any task stops the whole job at a common step; the chief writes its checkpoint of that step as
+it closes.
 
-When a between-graph run ends: synchronous steps (parameter_server, distributed_replicated,
-collective_all_reduce) end for every worker at one global step, the job's end step
-(`tfhp.cluster.control`): the global step the chief started from (0, or a checkpoint's) + warm-up
-+ num_batches. Asynchronous workers each run warm-up + num_batches steps of their own. A stop
-signal (SIGTERM, SIGINT) to any task stops the whole job at a common step; the chief writes its
-checkpoint of that step as it closes.
-
-The result of a worker adds to the benchmark's figures: wall-clock times (epoch seconds) of its
-session start and first step and the end of every timed step (the launcher's cluster figures are
-computed from them), the global step rate it saw, and its dropped (late) gradients and images.
+The result adds to the benchmark's figures: wall-clock times (epoch seconds) of its session
+start and first step and the end of every timed step (the launcher's cluster figures are
+computed from them), the global step rate it saw, and its counts (dropped late gradients,
+staleness) split into its timed steps' and its warm-up's.
 """
 import collections
 import signal
@@ -36,7 +27,7 @@ import tensorflow.compat.v1 as tf
 from tfhp import benchmark
 from tfhp import config as config_lib
 from tfhp import counts
-from tfhp import session as session_lib
+from tfhp import replication
 from tfhp import timing
 from tfhp import topology as topology_lib
 from tfhp.cluster import agreement
@@ -46,12 +37,11 @@ from tfhp.cluster import liveness
 from tfhp.cluster import servers
 from tfhp.cluster import sessions
 from tfhp.cluster import signals
+from tfhp.cluster import task as task_lib
 from tfhp.cluster import watchdog
 from tfhp.data import errors as data_errors
 from tfhp.replication import collective_workers
 
-# Variable updates whose synchronous steps end at a global step shared by every worker.
-_SYNC_BY_GLOBAL_STEP = ('parameter_server', 'distributed_replicated', 'collective_all_reduce')
 # The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
 _CONTROL_GROUP_KEY = collective_workers.GROUP_KEY + 1
 # Bound on a failing worker's telling the serving tasks (it ends the task right after).
@@ -79,172 +69,6 @@ class _RunOnceHook(tf.train.SessionRunHook):
 
     def after_create_session(self, session, coord):
         session.run(self._op)
-
-
-def _client(cluster):
-    """(job, index) of the in-graph client."""
-    return ('controller', 0) if cluster.controller_host else ('worker', 0)
-
-
-def _sender_id(cluster, job_name, task_index):
-    """Id a task signals done with: its worker index, or num_workers for the controller."""
-    return cluster.num_workers if job_name == 'controller' else task_index
-
-
-def _serving_tasks(cluster):
-    """(job, index) of every task that only serves, for this job's graph mode."""
-    tasks = [('ps', i) for i in range(len(cluster.ps_hosts))]
-    if cluster.graph_mode == 'in_graph':
-        client = _client(cluster)
-        tasks += [('worker', w) for w in range(cluster.num_workers) if ('worker', w) != client]
-    return tasks
-
-
-def _control_task(cluster):
-    """(job, index) of the task holding the job's control values (`tfhp.cluster.control`): ps
-    task 0, or, without ps tasks (all-reduce), each worker itself."""
-    return ('ps', 0) if cluster.ps_hosts else (cluster.job_name, cluster.task_index)
-
-
-def _server_proto(cfg, collective):
-    num_devices = cfg.device.num_devices if (
-        cfg.cluster.job_name == 'worker' and cfg.device.device == 'cpu') else 1
-    proto = session_lib.config_proto(num_cpu_devices=num_devices,
-                                     num_intra_threads=cfg.device.num_intra_threads,
-                                     num_inter_threads=cfg.device.num_inter_threads)
-    if collective:
-        proto.experimental.collective_group_leader = collective_workers.GROUP_LEADER
-    return proto
-
-
-def checkpoint_step(train_dir):
-    """Global step of the latest checkpoint in train_dir, 0 without one."""
-    path = tf.train.latest_checkpoint(train_dir) if train_dir else None
-    return int(path.rsplit('-', 1)[1]) if path else 0
-
-
-_Task = collections.namedtuple('_Task', ['server', 'me', 'watch', 'dog'])
-
-
-def _start(cfg, proto, settings, essential, fail):
-    """Starts this task's server, publishes its state and starts watching every peer.
-
-    Args:
-      cfg: the BenchmarkConfig.
-      proto: the server's ConfigProto.
-      settings: what this task publishes for agreement (None: it builds no model).
-      essential: (job, index) of the peers whose loss ends this task.
-      fail: ends the task (`watchdog.exit_process` from the command line).
-    """
-    cluster = cfg.cluster
-    server = servers.start_server(cluster, proto)
-    job, index = cluster.job_name, cluster.task_index
-    me = liveness.Peer(job, index, cluster.hosts(job)[index])
-    if (job, index) == _control_task(cluster):
-        control.publish(server.target, liveness.cpu_device(job, index))
-    state = liveness.TaskState(server.target, job, index, liveness.describe(
-        job, index, me.address, cluster.jobs(), settings))
-    others = servers.peers(cluster, [(j, i) for j, hosts in cluster.jobs().items()
-                                     for i in range(len(hosts)) if (j, i) != (job, index)])
-    watch = liveness.PeerWatch(server.target, others)
-    dog = watchdog.Watchdog(str(me), fail, watch, servers.peers(cluster, essential),
-                            silent_s=cluster.peer_timeout_s,
-                            still_s=cluster.step_timeout_s + cluster.peer_timeout_s,
-                            mine=state.info)
-    return _Task(server, me, watch, dog), state
-
-
-def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
-    """Runs this process's task of the cluster `cfg.cluster` describes.
-
-    Args:
-      cfg: a `tfhp.config.BenchmarkConfig` with a cluster.
-      log: called with each line to print.
-      stop: the process's `signals.StopSignals` (installed by the command line before
-        TensorFlow started any thread); None: no stop signal is taken.
-      fail: fail(message, status) ends the task when a peer is lost, a wait overruns or a
-        peer disagrees; the default prints the line and exits the process at once.
-    Returns:
-      The result dict of a worker or client (also appended to cfg.run.result_file); a serving
-      task returns {'job_name', 'task_index', 'served': True}. Either has 'stopped_by' (the
-      signal number) when a stop signal ended the job.
-    Raises:
-      errors.ClusterError: a peer did not answer at the start.
-      errors.PeerLost: a served task was lost before it signalled done.
-    """
-    cluster = cfg.cluster
-    stop = stop or signals.StopSignals()
-    task = (cluster.job_name, cluster.task_index)
-    if task in _serving_tasks(cluster):
-        return _serve(cfg, log, stop, fail)
-    if cluster.graph_mode == 'in_graph':
-        return _run_in_graph_client(cfg, log, stop, fail)
-    return _run_worker(cfg, log, stop, fail)
-
-
-def _stop_bound(cluster):
-    """Bound on a stop: one step (possibly waiting for peers), then closing and signalling."""
-    return cluster.step_timeout_s + 2 * cluster.peer_timeout_s
-
-
-def _serve(cfg, log, stop, fail):
-    cluster = cfg.cluster
-    task, state = _start(cfg, _server_proto(cfg, collective=False), None, (), fail)
-    if cluster.graph_mode == 'in_graph':
-        job, index = _client(cluster)
-        senders = {_sender_id(cluster, job, index): servers.peers(cluster, [(job, index)])[0]}
-    else:
-        senders = dict(enumerate(servers.peers(
-            cluster, [('worker', w) for w in range(cluster.num_workers)])))
-
-    def on_stop(signum):
-        name = signal.Signals(signum).name
-        log('%s: %s: asking the job to stop' % (task.me, name))
-        task.dog.stop_by('stopping after %s' % name, _stop_bound(cluster),
-                         signals.exit_status(signum))
-        requester = control.StopRequester(task.server.target,
-                                          liveness.cpu_device(*_control_task(cluster)),
-                                          cluster.peer_timeout_s)
-        if not requester.request(signum):
-            task.dog.fail('%s: the coordinator did not take the stop request' % name,
-                          signals.exit_status(signum))
-    stop.on_stop(on_stop)
-    log('%s serving until %d task(s) are done' % (task.me, len(senders)))
-    task.watch.set_interval(liveness.steady_interval(cluster.peer_timeout_s))
-    lost = servers.serve_until_done(task.server, cluster, state, task.watch, senders, log)
-    if lost:
-        raise errors.PeerLost('%s: %s failed or was lost before signalling done'
-                               % (task.me, ', '.join(str(p) for p in lost)))
-    log('%s: every task is done; exiting' % task.me)
-    result = {'job_name': cluster.job_name, 'task_index': cluster.task_index, 'served': True}
-    if stop.requested:
-        result['stopped_by'] = stop.signum
-    return result
-
-
-def _run_in_graph_client(cfg, log, stop, fail):
-    cluster = cfg.cluster
-    job, index = cluster.job_name, cluster.task_index
-    serving = _serving_tasks(cluster)
-    task, _ = _start(cfg, _server_proto(cfg, collective=False), agreement.settings(cfg),
-                     serving, fail)
-    servers.wait_for_peers(task.watch, servers.peers(cluster, serving), cluster.peer_timeout_s)
-    done = lambda: servers.signal_done(task.server.target, cluster, serving,  # noqa: E731
-                                       _sender_id(cluster, job, index))
-
-    def on_stop(signum):
-        # The in-graph loop has no common stop step: the client ends the job by signalling done.
-        task.dog.stop_by('stopping', cluster.peer_timeout_s, signals.exit_status(signum))
-        done()
-        task.dog.fail('stopped by %s' % signal.Signals(signum).name,
-                      signals.exit_status(signum))
-    stop.on_stop(on_stop)
-    topology = topology_lib.Topology.in_graph(cluster.jobs(), job, index, cfg.device.device,
-                                              cfg.device.num_devices)
-    result = benchmark.run(cfg, log, topology=topology, target=task.server.target)
-    task.dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
-    done()
-    return result
 
 
 def _chief_hooks(cfg, built):
@@ -315,21 +139,20 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
                             handshake=tf.group(*copies))
 
 
-def _run_worker(cfg, log, stop, fail):
+def run(cfg, log, stop, fail):
+    """Runs this between-graph worker (see the module doc); returns its result dict."""
     cluster, index = cfg.cluster, cfg.cluster.task_index
-    update = cfg.replication.variable_update
-    collective = update == 'collective_all_reduce'
-    by_global_step = cluster.cross_replica_sync and update in _SYNC_BY_GLOBAL_STEP
+    protocol = replication.worker_protocol(cfg.replication, cluster)
     ps = [('ps', i) for i in range(len(cluster.ps_hosts))]
     others = [('worker', w) for w in range(cluster.num_workers) if w != index]
     # Without these peers this worker cannot go on; it also waits for them at the start.
-    essential = ps + (others if collective else [('worker', 0)] if (
-        index != 0 and by_global_step) else [])
-    proto = _server_proto(cfg, collective)
-    task, _ = _start(cfg, proto, agreement.settings(cfg), essential, fail)
+    essential = ps + (others if protocol.all_reduce else [('worker', 0)] if (
+        index != 0 and protocol.common_end) else [])
+    proto = task_lib.server_proto(cfg, protocol.group_leader)
+    task = task_lib.start(cfg, proto, agreement.settings(cfg), essential, fail)
     dog = task.dog
     # A failing worker tells the serving tasks, so they do not wait for it to the bound.
-    serving = _serving_tasks(cluster)
+    serving = task_lib.serving_tasks(cluster)
     dog.last_words(lambda lost: servers.signal_done(
         task.server.target, cluster,
         [t for t in serving if t not in {(p.job, p.index) for p in lost}], index, failed=True),
@@ -337,7 +160,7 @@ def _run_worker(cfg, log, stop, fail):
     try:
         servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
                                cluster.peer_timeout_s)
-        return _train_worker(cfg, log, stop, task, proto, collective, by_global_step)
+        return _train_worker(cfg, log, stop, task, proto, protocol)
     except config_lib.ConfigError as e:
         # A setting at fault (a peer that never answered, the chief that never initialised,
         # a corrupt record): ended through the watchdog, so the serving tasks hear of it.
@@ -345,12 +168,13 @@ def _run_worker(cfg, log, stop, fail):
         raise
 
 
-def _train_worker(cfg, log, stop, task, proto, collective, by_global_step):
+def _train_worker(cfg, log, stop, task, proto, protocol):
     """The worker's graph, session and steps, once its essential peers answer."""
     cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
+    collective, by_global_step = protocol.all_reduce, protocol.common_end
     topology = topology_lib.Topology.between_graph(cluster.jobs(), index, cfg.device.device,
                                                    cfg.device.num_devices)
-    coordinator_device = liveness.cpu_device(*_control_task(cluster))
+    coordinator_device = liveness.cpu_device(*task_lib.control_task(cluster))
     warm_and_timed = cfg.run.num_warmup_batches + cfg.run.num_batches
     combine_stop = (control.all_reduce_max(cluster.num_workers, _CONTROL_GROUP_KEY, 1,
                                            cluster.step_timeout_s) if collective else None)
@@ -392,7 +216,7 @@ def _train_worker(cfg, log, stop, task, proto, collective, by_global_step):
     def on_stop(signum):
         name = signal.Signals(signum).name
         log('worker %d: %s: stopping the job at a common step' % (index, name))
-        dog.stop_by('stopping after %s' % name, _stop_bound(cluster),
+        dog.stop_by('stopping after %s' % name, task_lib.stop_bound(cluster),
                     signals.exit_status(signum))
         control.StopRequester(task.server.target, coordinator_device,
                               cluster.peer_timeout_s).request(signum)
@@ -413,7 +237,7 @@ def _train_worker(cfg, log, stop, task, proto, collective, by_global_step):
     sess.close()
     # After the session closed: the chief's last checkpoint needs the ps tasks.
     dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
-    servers.signal_done(task.server.target, cluster, _serving_tasks(cluster), index)
+    servers.signal_done(task.server.target, cluster, task_lib.serving_tasks(cluster), index)
     dog.phase('writing the result', None)
     extra = timed_counts(counts.values(final['counters']),
                          loop['warmup_counters'])
