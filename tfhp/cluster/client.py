@@ -35,7 +35,11 @@ def run(cfg, log, stop, fail):
     stop.on_stop(on_stop)
     topology = topology_lib.Topology.in_graph(cluster.jobs(), job, index, cfg.device.device,
                                               cfg.device.num_devices)
-    result = benchmark.run(cfg, log, topology=topology, target=task.server.target)
+    try:
+        result = benchmark.run(cfg, log, topology=topology, target=task.server.target)
+    except Exception:
+        task.dog.await_failure()
+        raise
     task.dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
     done()
     return result

@@ -166,6 +166,9 @@ def run(cfg, log, stop, fail):
         # a corrupt record): ended through the watchdog, so the serving tasks hear of it.
         dog.fail(str(e), watchdog.EXIT_MISMATCH)
         raise
+    except Exception:
+        dog.await_failure()
+        raise
 
 
 def _train_worker(cfg, log, stop, task, proto, protocol):
