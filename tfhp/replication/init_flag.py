@@ -19,7 +19,10 @@ Limit: a restore after the op ran is not seen, so the op must still be rerun aft
 """
 import tensorflow.compat.v1 as tf
 
+from tfhp.ops import scopes
 from tfhp.replication import base
+
+_APPLY_SCOPE = scopes.APPLY + '/'  # absolute: the stage's scope at the graph's root
 
 
 class InitFlag:
@@ -44,9 +47,11 @@ class InitFlag:
                 False, trainable=False, name=name,
                 collections=[tf.GraphKeys.LOCAL_VARIABLES if local else
                              tf.GraphKeys.GLOBAL_VARIABLES])
-            self.check = tf.debugging.Assert(self.variable.read_value(),
-                                             [message % self.init_op_name],
-                                             name='check_' + name)
+            # Under the apply stage: the trace analyser counts the check as the update's.
+            with tf.name_scope(_APPLY_SCOPE):
+                self.check = tf.debugging.Assert(self.variable.read_value(),
+                                                 [message % self.init_op_name],
+                                                 name='check_' + name)
         self._base_name = init_op_name
         self._named = False
         self._gates = {}  # device -> NoOp after the check, on that device
@@ -70,7 +75,7 @@ class InitFlag:
         device = values.device
         if device not in self._gates:
             # One gate per device: a single control edge crosses from the check's CPU to it.
-            with tf.control_dependencies(None), tf.name_scope(None), tf.device(device):
+            with tf.control_dependencies(None), tf.name_scope(_APPLY_SCOPE), tf.device(device):
                 with tf.control_dependencies([self.check]):
                     self._gates[device] = tf.no_op(name=self.variable.op.name + '_gate')
         with tf.device(device), tf.control_dependencies([self._gates[device]]):
