@@ -68,7 +68,9 @@ class StepAnalysis:
     hidden_transfer_time: float         # part of it overlapped by compute
     overlap_efficiency: Optional[float]
     top_ops: List[TopOp]
-    other_ops: List[TopOp]              # the ops of no stage with the most self time
+    # The ops of no stage with the most self time (empty when a caller builds the figures
+    # without ops, as the bottleneck tests do).
+    other_ops: List[TopOp] = dataclasses.field(default_factory=list)
 
     @property
     def other_share(self):
