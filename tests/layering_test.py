@@ -1,6 +1,7 @@
 """Import rules: dependencies point down, flags stop at the entry points.
 
-ops -> TensorFlow only; pipelines -> ops; replication -> ops, topology; models -> models;
+ops -> TensorFlow only; pipelines -> ops; replication -> ops, topology, counts;
+models -> models;
 library modules never import absl.flags; nothing in tfhp imports experiments.
 """
 import ast
@@ -15,7 +16,8 @@ ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfh
 ALLOWED = {
     'tfhp/ops/': ('tfhp.ops',),
     'tfhp/pipelines/': ('tfhp.ops', 'tfhp.pipelines'),
-    'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology'),
+    # tfhp.counts: the counters' names and arithmetic, pure Python (shared with the launcher).
+    'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology', 'tfhp.counts'),
     'tfhp/models/': ('tfhp.models',),
     # Data-set writers share the record format with the pipelines (its one definition).
     'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat'),
