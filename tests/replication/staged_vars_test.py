@@ -72,5 +72,7 @@ def test_a_step_without_priming_fails_instead_of_hanging():
         ops = _build(1)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            with pytest.raises(tf.errors.InvalidArgumentError, match='is empty'):
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match=r'is empty.*post_init_ops of the variable manager '
+                                     r'\(prime_staged_vars\)'):
                 sess.run(ops.train_op)

@@ -143,7 +143,8 @@ class DatasetPipeline(base.Pipeline):
                         tf.data.experimental.prefetch_to_device(towers[0]))
                 batch = self._next_batch(tf.data.make_one_shot_iterator(dataset), counter)
             return software_pipeline.Chain(outputs=[batch], put_ops=[], warmup_ops=[],
-                                           drain_ops=[], sizes=[], clear_op=tf.no_op())
+                                           drain_ops=[], sizes=[], names=[],
+                                           clear_op=tf.no_op())
         with tf.device(host), tf.name_scope(scopes.INPUT):
             iterator = tf.data.make_one_shot_iterator(dataset)
 

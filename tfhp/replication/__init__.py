@@ -38,9 +38,10 @@ def make_variable_manager(replication_config, topology, cluster_config=None,
                           staleness_config=None):
     """Builds the VariableManager a ReplicationConfig names, for a Topology.
 
-    Asynchronous parameter-server training (cluster_config.cross_replica_sync false) gets the
-    manager wrapped in `staleness.Staleness`, which measures gradient staleness and applies
-    staleness_config's remedies; so does any in-graph run with measure_staleness.
+    Asynchronous parameter-server training (cluster_config.cross_replica_sync false) measures
+    gradient staleness and applies staleness_config's remedies (`staleness.Staleness`): between
+    graphs its `AsyncReplicas` does so itself, in-graph the manager is wrapped; so is any
+    in-graph run with measure_staleness.
 
     Args:
       replication_config: a `tfhp.config.ReplicationConfig`.
@@ -51,32 +52,37 @@ def make_variable_manager(replication_config, topology, cluster_config=None,
     Returns:
       A `tfhp.replication.base.VariableManager`.
     """
-    manager = _make_manager(replication_config, topology, cluster_config)
+    remedies = _remedies(topology, cluster_config, staleness_config)
+    manager = _make_manager(replication_config, topology, cluster_config, remedies)
     asynchronous = (cluster_config is not None and not cluster_config.cross_replica_sync and
                     replication_config.variable_update == 'parameter_server')
     measure = (staleness_config is not None and staleness_config.measure_staleness and
                topology.graph_mode != 'between_graph')
-    if not (asynchronous or measure):
+    if isinstance(manager, staleness.Staleness) or not (asynchronous or measure):
         return manager
-    remedies = {}
+    return staleness.Staleness(manager, topology.input_device, **remedies)
+
+
+def _remedies(topology, cluster_config, staleness_config):
+    """`staleness.Staleness`'s keyword arguments but the counter device, from the configs."""
+    remedies = dict(join_timeout_s=cluster_config.step_timeout_s if cluster_config else 600.0)
     if staleness_config is not None:
-        remedies = dict(max_staleness=staleness_config.max_gradient_staleness,
+        remedies.update(max_staleness=staleness_config.max_gradient_staleness,
                         scale_by_staleness=staleness_config.scale_stale_gradients)
         # In-graph, the runner starts the other replicas late; between graphs, they wait.
         if topology.graph_mode == 'between_graph' and not topology.is_chief:
             remedies['join_after_step'] = staleness_config.async_warmup_steps
-    return staleness.Staleness(
-        manager, topology.input_device,
-        join_timeout_s=cluster_config.step_timeout_s if cluster_config else 600.0, **remedies)
+    return remedies
 
 
-def _make_manager(replication_config, topology, cluster_config):
+def _make_manager(replication_config, topology, cluster_config, remedies):
     """The manager of replication_config's strategy (see make_variable_manager)."""
     strategy = replication_config.variable_update
     if topology.graph_mode == 'between_graph':
         transfer_dtype = (None if replication_config.gradient_transfer_dtype == 'float32' else
                           replication_config.gradient_transfer_dtype)
-        return _between_graph_manager(strategy, topology, cluster_config, transfer_dtype)
+        return _between_graph_manager(strategy, topology, cluster_config, transfer_dtype,
+                                      remedies)
     if strategy == 'parameter_server':
         return parameter_server.ParameterServer(topology.tower_devices,
                                                 topology.variable_devices,
@@ -90,9 +96,9 @@ def _make_manager(replication_config, topology, cluster_config):
     raise ValueError('unknown variable_update %r' % (strategy,))
 
 
-def _between_graph_manager(strategy, topology, cluster, transfer_dtype):
+def _between_graph_manager(strategy, topology, cluster, transfer_dtype, remedies):
     """The manager of one worker's graph in a between-graph job (gradients sent in
-    transfer_dtype, None: their own)."""
+    transfer_dtype, None: their own; asynchronous updates' staleness remedies)."""
     worker = topology.input_device
     if strategy == 'collective_all_reduce':
         return collective_workers.CollectiveWorkers(
@@ -118,7 +124,7 @@ def _between_graph_manager(strategy, topology, cluster, transfer_dtype):
                                                  cluster.partition_min_bytes)
         if sync:
             return sync(placement)
-        return async_replicas.AsyncReplicas(placement, worker, transfer_dtype)
+        return async_replicas.AsyncReplicas(placement, worker, transfer_dtype, **remedies)
     raise ValueError('variable_update %r does not run between graphs' % (strategy,))
 
 
