@@ -71,6 +71,8 @@ def test_xla_compile_marks_the_towers_and_nothing_else(monkeypatch):
         assert any(n.startswith('tower_%d/backward/' % t) for n in marked)
     assert not [n for n in marked if n.startswith(('aggregate/', 'apply/', 'tower_0/input'))]
     assert not _marked(benchmark.build(testing.replace(cfg, 'xla', xla_compile=False)).graph)
+    inference = _marked(benchmark.build(testing.replace(cfg, 'run', forward_only=True)).graph)
+    assert any(n.startswith('tower_1/forward/conv') for n in inference)
 
 
 def test_xla_compiled_towers_train_where_the_build_compiles(tmp_path):

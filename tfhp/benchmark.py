@@ -183,7 +183,8 @@ def build(cfg, topology=None, finalize=True):
             ops = input_only.build_step(pipeline, topology)
             post_init_ops = []
         elif not cfg.trains:
-            ops = step.build_eval_step(pipeline, model_fn, manager, topology)
+            ops = step.build_eval_step(pipeline, model_fn, manager, topology,
+                                       compile_towers=cfg.xla.xla_compile)
             post_init_ops = manager.post_init_ops()
         else:
             # In a cluster the global step is shared: on the first parameter device; the loss

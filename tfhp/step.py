@@ -109,17 +109,18 @@ def _compiled(compile_towers):
     return tf.xla.experimental.jit_scope() if compile_towers else contextlib.nullcontext()
 
 
-def build_eval_step(pipeline, model_fn, manager, topology):
+def build_eval_step(pipeline, model_fn, manager, topology, compile_towers=False):
     """Builds one evaluation step: forward on every tower, top-1/top-5 hit counts.
 
     `model_fn` must be built with is_training=False; variables are created through the same
     manager scopes as in training, so a training checkpoint restores into them.
+    `compile_towers` marks each tower's forward pass for XLA, as in `build_train_step`.
     """
     tf.train.get_or_create_global_step()
     inputs = pipeline.tower_batches(topology)
     top1, top5 = [], []
     for t, (images, labels) in enumerate(inputs.batches):
-        with tf.name_scope(scopes.tower(t)), manager.tower_scope(t):
+        with tf.name_scope(scopes.tower(t)), manager.tower_scope(t), _compiled(compile_towers):
             with tf.name_scope(scopes.FORWARD):
                 _, logits = model_fn(images, labels)
                 top1.append(_accuracy(logits, labels, 1))
