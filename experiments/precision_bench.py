@@ -33,15 +33,23 @@ SETTINGS = {
 }
 SLOW = ('float16', 'float16_auto_scale')
 
-flags.DEFINE_list('models', sorted(MODELS), 'Models to measure.')
-flags.DEFINE_list('settings', list(SETTINGS), 'Settings to measure.')
-flags.DEFINE_integer('batch_size', 16, 'Per-device batch size.')
-flags.DEFINE_integer('num_batches', 40, 'Timed steps.')
-flags.DEFINE_integer('slow_num_batches', 4, 'Timed steps of float16 runs (at most).')
-flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps (XLA compiles in them).')
-flags.DEFINE_integer('rounds', 2, 'Alternations of the settings per model.')
-flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """Defines the script's flags.
+
+    Called only when run as a script: importing the module (e.g. from tests, beside other
+    experiments that define flags of the same names) defines none.
+    """
+    flags.DEFINE_list('models', sorted(MODELS), 'Models to measure.')
+    flags.DEFINE_list('settings', list(SETTINGS), 'Settings to measure.')
+    flags.DEFINE_integer('batch_size', 16, 'Per-device batch size.')
+    flags.DEFINE_integer('num_batches', 40, 'Timed steps.')
+    flags.DEFINE_integer('slow_num_batches', 4, 'Timed steps of float16 runs (at most).')
+    flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps (XLA compiles in them).')
+    flags.DEFINE_integer('rounds', 2, 'Alternations of the settings per model.')
+    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 
 
 def arguments(model, setting, batch_size, num_batches, slow_num_batches, num_warmup_batches):
@@ -97,4 +105,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+    define_flags()
     app.run(main)
