@@ -24,7 +24,13 @@ def _cnn(builder, images, num_classes):
     return builder.dense(x, num_classes, activation=None)
 
 
-registry.register(MODEL, _cnn, 16, 32, 0.05)
+@pytest.fixture(name='model')
+def _model(monkeypatch):
+    """MODEL, registered for one test only: the registry is global, and models_test checks
+    that every model in it is a published net."""
+    monkeypatch.setattr(registry, '_SPECS', dict(registry._SPECS))  # pylint: disable=protected-access
+    registry.register(MODEL, _cnn, 16, 32, 0.05)
+    return MODEL
 
 
 @pytest.fixture(name='data_dir', scope='module')
@@ -35,12 +41,12 @@ def _data_dir(tmp_path_factory):
     return directory
 
 
-def _config(data_dir, **sections):
+def _config(model, data_dir, **sections):
     """3 epochs of batches of 32 with momentum and a staircase decay (x0.3 every epoch),
     evaluated on the whole validation set after each epoch; training images whole (random
     16-pixel crops would cut the shapes apart)."""
     cfg = testing.small_config(
-        model=MODEL, batch_size=32, image_size=16,
+        model=model, batch_size=32, image_size=16,
         optimizer={'optimizer': 'momentum', 'learning_rate': 0.05,
                    'num_epochs_per_decay': 1, 'learning_rate_decay_factor': 0.3},
         data={'data_dir': data_dir, 'random_crop_flip': False},
@@ -59,13 +65,14 @@ def _config(data_dir, **sections):
 TOLERANCE = 0.06
 
 
-def test_16_bit_training_reaches_float32_accuracy(data_dir):
+def test_16_bit_training_reaches_float32_accuracy(model, data_dir):
     accuracy = {}
     for name, precision in (('float32', {}),
                             ('float16', {'use_fp16': True,
                                          'fp16_enable_auto_loss_scale': True}),
                             ('bfloat16', {'compute_dtype': 'bfloat16'})):
-        result = benchmark.run(_config(data_dir, precision=precision), log=lambda _: None)
+        result = benchmark.run(_config(model, data_dir, precision=precision),
+                               log=lambda _: None)
         assert result['compute_dtype'] == name
         assert [e['global_step'] for e in result['evaluations']] == [125, 250, 375]
         accuracy[name] = result['evaluations'][-1]['top_1_accuracy']
@@ -74,9 +81,9 @@ def test_16_bit_training_reaches_float32_accuracy(data_dir):
     assert abs(accuracy['bfloat16'] - accuracy['float32']) <= TOLERANCE, accuracy
 
 
-def test_training_stops_at_the_first_evaluation_reaching_the_target(data_dir):
+def test_training_stops_at_the_first_evaluation_reaching_the_target(model, data_dir):
     lines = []
-    cfg = _config(data_dir, evaluation={'eval_during_training_every_n_epochs': None,
+    cfg = _config(model, data_dir, evaluation={'eval_during_training_every_n_epochs': None,
                                         'eval_during_training_every_n_steps': 25,
                                         'stop_at_top_1_accuracy': 0.4})
     result = benchmark.run(cfg, log=lines.append)
