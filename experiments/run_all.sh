@@ -20,3 +20,4 @@ run ablations python -m experiments.ablations --result_file="$OUT/ablations.json
 run model_parallel python -m experiments.model_parallel --result_file="$OUT/model_parallel.jsonl"
 run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl" $(plot stale_gradients)
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"
+run precision python -m experiments.precision_bench --result_file="$OUT/precision.jsonl"

@@ -86,7 +86,7 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     if strategy == 'parameter_server':
         return parameter_server.ParameterServer(topology.tower_devices,
                                                 topology.variable_devices,
-                                                staged_vars=replication_config.staged_vars)
+                                                staged_vars=replication_config.staged_reads)
     if strategy == 'replicated':
         return replicated.Replicated(topology.tower_devices,
                                      make_all_reduce(replication_config, topology),
