@@ -2,8 +2,8 @@
 
 This launcher picks free 127.0.0.1 ports, starts one ps and --num_workers workers
 (examples/between_graph_task.py, one process each, with --job_name and --task_index), prints
-their output prefixed by the task, and waits for every one of them, at most --timeout_s (each
-task's own bound on its waits) + 30 s. It imports no TensorFlow: only the tasks do.
+their output prefixed by the task, and waits for every one of them, at most 2 --timeout_s (each
+task's own bound on its life) + 30 s. It imports no TensorFlow: only the tasks do.
 
   python examples/between_graph.py --num_workers=2 --steps=5
 
@@ -33,7 +33,7 @@ def free_ports(count):
 
 
 def launch(args):
-    """Starts the ps and the workers, relays their output, waits for all, at most timeout_s."""
+    """Starts the ps and the workers, relays their output, waits for all, at most 2 timeout_s + 30 s."""
     ports = free_ports(1 + args.num_workers)
     hosts = ['127.0.0.1:%d' % p for p in ports]
     common = [sys.executable, TASK, '--ps_hosts=' + hosts[0],
@@ -48,7 +48,7 @@ def launch(args):
         relay.start()
         procs.append(proc)
         relays.append(relay)
-    deadline = time.monotonic() + args.timeout_s + 30  # the tasks' own bounds come first
+    deadline = time.monotonic() + 2 * args.timeout_s + 30  # each task ends itself first
     statuses = []
     for (job, index), proc in zip(tasks, procs):
         try:

@@ -10,8 +10,8 @@
           initialises, the others wait for it, bounded). It trains --steps steps, tells the
           ps it is done and exits.
 
-Every wait is bounded by --timeout_s (RunOptions timeouts, the session's start bound), so a
-task ends by itself even when a peer never comes. Started by hand, across machines too:
+Every wait is bounded by --timeout_s (RunOptions timeouts, the session's start bound), and the
+whole task by twice that (`exit_after`), so a task ends by itself even when a peer never comes. Started by hand, across machines too:
 
   python examples/between_graph_task.py --job_name=ps --task_index=0 \
       --ps_hosts=HOST:PORT --worker_hosts=HOST:PORT,HOST:PORT
@@ -23,6 +23,7 @@ See docs/guide.md for a walk through the code.
 import argparse
 import os
 import sys
+import threading
 
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # before TensorFlow loads: quiet C++ logs
 
@@ -48,6 +49,17 @@ def done_queue():
     with tf.device('/job:ps/task:0/cpu:0'):
         return tf.FIFOQueue(-1, [tf.int32], shapes=[[]], shared_name=DONE_QUEUE,
                             name=DONE_QUEUE)
+
+
+def exit_after(seconds):
+    """The last bound: ends this process (status 3) if it still runs after `seconds`, whatever
+    it waits on (making a session to a peer that never started waits without a bound)."""
+    def end():
+        print('still running after %g s: ending' % seconds, flush=True)
+        os._exit(3)  # pylint: disable=protected-access
+    timer = threading.Timer(seconds, end)
+    timer.daemon = True
+    timer.start()
 
 
 def run_ps(cluster, args):
@@ -108,8 +120,9 @@ def run_worker(cluster, args):
             lambda: tf.train.GradientDescentOptimizer(0.5), topology)
         counters = manager.counters()
         signal_done = done_queue().enqueue(tf.constant(task, tf.int32))
-        print('variables on %s' % ', '.join(sorted(set(
-            v.device for v in tf.trainable_variables() + [global_step]))), flush=True)
+        devices = set(tf.DeviceSpec.from_string(v.device).to_string()
+                      for v in tf.trainable_variables() + [global_step])
+        print('variables on %s' % ', '.join(sorted(devices)), flush=True)
         # Worker 0 initialises the variables on the ps; the others wait for it (bounded).
         config = sessions.session_config(tf.ConfigProto(), ['/job:ps', '/job:worker/task:%d'
                                                             % task])
@@ -132,7 +145,6 @@ def run_worker(cluster, args):
     return 0
 
 
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--job_name', choices=['ps', 'worker'], required=True)
@@ -144,6 +156,7 @@ def main():
     parser.add_argument('--timeout_s', type=float, default=60.0,
                         help='bound on every wait of this task')
     args = parser.parse_args()
+    exit_after(2 * args.timeout_s)
     compat.enable_graph_mode()
     cluster = {'ps': args.ps_hosts.split(','), 'worker': args.worker_hosts.split(',')}
     return run_ps(cluster, args) if args.job_name == 'ps' else run_worker(cluster, args)

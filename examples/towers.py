@@ -25,11 +25,11 @@ import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow.compat.v1 as tf
 
 from tfhp import compat
+from tfhp import config as config_lib
+from tfhp import replication
 from tfhp import session as session_lib
 from tfhp import step as step_lib
 from tfhp import topology as topology_lib
-from tfhp import config as config_lib
-from tfhp import replication
 from tfhp.pipelines import constant
 
 NUM_FEATURES = 8
