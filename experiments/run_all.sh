@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-measures every figure in the README on this machine (CPU defaults). Most scripts now run
+# Re-measures every figure of docs/results.md on this machine (CPU defaults). Most scripts now run
 # every row 3 times (--repeats), so expect roughly three times the 40 minutes single runs took
 # on 2 cores (an estimate; not timed end to end). Each script prints its table; JSON lines go to
 # $OUT/*.jsonl and, where matplotlib is installed (pip install -e '.[plots]'), plots to
