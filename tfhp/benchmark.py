@@ -10,12 +10,9 @@ import contextlib
 import dataclasses
 import math
 import os
-import platform
-import time
 
 import tensorflow.compat.v1 as tf
 
-import tfhp
 from tfhp import async_runner
 from tfhp import config as config_lib
 from tfhp import counts
@@ -26,9 +23,9 @@ from tfhp import loss_scale as loss_scale_lib
 from tfhp import optimizers
 from tfhp import pipelines
 from tfhp import replication
+from tfhp import results
 from tfhp import session as session_lib
 from tfhp import step
-from tfhp import timing
 from tfhp import topology as topology_lib
 from tfhp import tower
 from tfhp.data import errors as data_errors
@@ -148,8 +145,8 @@ def build(cfg, topology=None, finalize=True):
 
     Args:
       cfg: a `tfhp.config.BenchmarkConfig`.
-      topology: where to build; default: this process's devices (`tfhp.cluster` passes a
-        cluster topology).
+      topology: where to build; default: `topology.for_config(cfg)` (this process's devices,
+        or its part of the cluster).
       finalize: finalize the graph; False lets the caller add ops (and finalize) first.
 
     Returns:
@@ -161,9 +158,7 @@ def build(cfg, topology=None, finalize=True):
     info = data_set(cfg)
     num_classes, examples_per_epoch = info.num_classes, info.num_examples['train']
     spec, batch_size, image_size, base_rate = _resolve(cfg, info.name)
-    topology = topology or topology_lib.Topology.local(cfg.device.device,
-                                                       cfg.device.num_devices,
-                                                       cfg.device.local_parameter_device)
+    topology = topology or topology_lib.for_config(cfg)
     images_per_step = batch_size * topology.num_towers
     graph = tf.Graph()
     with graph.as_default():
@@ -180,8 +175,7 @@ def build(cfg, topology=None, finalize=True):
                                        variable_dtype=cfg.precision.variable_dtype,
                                        delay_s=delay_s, delay_device=topology.input_device)
         summary_op = replica_train_ops = None
-        in_graph_async = topology.graph_mode != 'between_graph' and (
-            not cfg.cluster.cross_replica_sync)
+        in_graph_async = topology.in_graph_async
         if cfg.data.input_only:
             ops = input_only.build_step(pipeline, topology)
             post_init_ops = []
@@ -305,15 +299,9 @@ def run(cfg, log=print, topology=None, target=''):
         raise
 
 
-def _mode(cfg):
-    if cfg.data.input_only:
-        return 'input_only'
-    return 'eval' if cfg.run.eval else 'forward_only' if cfg.run.forward_only else 'train'
-
-
 def _run_mode(sess, built, cfg, log, evaluator):
     """Runs cfg's mode on an initialised session; returns (StepTimes, extra figures)."""
-    mode = _mode(cfg)
+    mode = results.mode(cfg)
     if mode == 'input_only':
         return loops.run_input_only(sess, built.ops, cfg.run)
     if mode in ('eval', 'forward_only'):
@@ -374,32 +362,7 @@ def _run_local(cfg, log, topology, target):
 
 
 def _result(cfg, built, times, extra, log):
-    """Logs the figures and returns the result dict (appended to --result_file, if set)."""
-    summary = times.summary()
-    spread = summary['images_per_sec_spread']
-    step_ms = summary['step_time_ms']
-    log('-' * 64)
-    log('total images/sec: %.2f (per step: mean %.2f std %.2f p50 %.2f p90 %.2f)' % (
-        summary['images_per_sec'], spread['mean'], spread['std'], spread['p50'], spread['p90']))
-    log('step_time_ms: mean %.2f p50 %.2f p90 %.2f' % (step_ms['mean'], step_ms['p50'],
-                                                       step_ms['p90']))
-    log('-' * 64)
-    result = dict(summary, **extra)
-    result.update({
-        'mode': _mode(cfg),
-        'model': built.model_name,
-        'batch_size': built.batch_size,
-        'global_batch_size': built.images_per_step,
-        'image_size': built.image_size,
-        'num_devices': built.topology.num_towers,
-        'num_params': built.num_params,
-        'compute_dtype': cfg.precision.dtype,
-        'config': cfg.to_dict(),
-        'tfhp_version': tfhp.__version__,
-        'tf_version': tf.__version__,
-        'host': platform.node(),
-        'time': time.strftime('%Y-%m-%dT%H:%M:%S'),
-    })
-    if cfg.run.result_file:
-        timing.append_json(cfg.run.result_file, result)
-    return result
+    """Logs the figures and returns the result record (appended to --result_file, if set)."""
+    result = results.record(cfg, built, times, extra)
+    results.log_figures(result, log)
+    return results.write(cfg, result)

@@ -39,10 +39,9 @@ def linear(images, labels):
 
 
 def _build(manager=None):
-    topology = topology_lib.Topology.local('cpu', NUM_REPLICAS)
-    manager = manager or replication.make_variable_manager(
-        config_lib.ReplicationConfig(), topology, config_lib.ClusterConfig(
-            cross_replica_sync=False))
+    topology = topology_lib.Topology.local('cpu', NUM_REPLICAS, synchronous=False)
+    manager = manager or replication.make_variable_manager(config_lib.ReplicationConfig(),
+                                                           topology)
     # use_locking: concurrent updates of one variable must not lose any (exact check below).
     steps = async_runner.build_replica_steps(
         ColumnPipeline(), linear, manager,

@@ -94,16 +94,13 @@ def test_synchronous_steps_measure_zero_and_async_replicas_measure_more():
 
 
 def test_only_asynchronous_or_measured_runs_are_wrapped():
-    topology = topology_lib.Topology.local('cpu', 2)
-    sync = config_lib.ClusterConfig()
-    asynchronous = config_lib.ClusterConfig(cross_replica_sync=False)
+    sync = topology_lib.Topology.local('cpu', 2)
+    asynchronous = topology_lib.Topology.local('cpu', 2, synchronous=False)
     make = replication.make_variable_manager
-    assert not isinstance(make(config_lib.ReplicationConfig(), topology, sync),
-                          staleness.Staleness)
-    assert isinstance(make(config_lib.ReplicationConfig(), topology, asynchronous),
-                      staleness.Staleness)
-    assert isinstance(make(config_lib.ReplicationConfig(variable_update='replicated'), topology,
-                           sync, config_lib.StalenessConfig(measure_staleness=True)),
+    assert not isinstance(make(config_lib.ReplicationConfig(), sync), staleness.Staleness)
+    assert isinstance(make(config_lib.ReplicationConfig(), asynchronous), staleness.Staleness)
+    assert isinstance(make(config_lib.ReplicationConfig(variable_update='replicated'), sync,
+                           staleness_config=config_lib.StalenessConfig(measure_staleness=True)),
                       staleness.Staleness)
 
 
@@ -236,7 +233,7 @@ def test_between_graph_async_workers_measure_once_with_the_configured_remedies()
     cluster = config_lib.ClusterConfig(job_name='worker', task_index=1,
                                        worker_hosts=('127.0.0.1:2001', '127.0.0.1:2003'),
                                        ps_hosts=('127.0.0.1:2002',), cross_replica_sync=False)
-    topology = topology_lib.Topology.between_graph(cluster.jobs(), 1)
+    topology = topology_lib.Topology.between_graph(cluster.jobs(), 1, synchronous=False)
     with tf.Graph().as_default():
         with tf.device(topology.variable_devices[0]):
             global_step = tf.train.get_or_create_global_step()

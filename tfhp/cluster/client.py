@@ -33,8 +33,7 @@ def run(cfg, log, stop, fail):
         task.dog.fail('stopped by %s' % signal.Signals(signum).name,
                       signals.exit_status(signum))
     stop.on_stop(on_stop)
-    topology = topology_lib.Topology.in_graph(cluster.jobs(), job, index, cfg.device.device,
-                                              cfg.device.num_devices)
+    topology = topology_lib.for_config(cfg)
     try:
         result = benchmark.run(cfg, log, topology=topology, target=task.server.target)
     except Exception:

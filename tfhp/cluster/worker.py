@@ -27,8 +27,10 @@ import tensorflow.compat.v1 as tf
 from tfhp import benchmark
 from tfhp import config as config_lib
 from tfhp import counts
+from tfhp import loops
 from tfhp import replication
-from tfhp import timing
+from tfhp import results
+from tfhp import session as session_lib
 from tfhp import topology as topology_lib
 from tfhp.cluster import agreement
 from tfhp.cluster import control
@@ -142,7 +144,8 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
 def run(cfg, log, stop, fail):
     """Runs this between-graph worker (see the module doc); returns its result dict."""
     cluster, index = cfg.cluster, cfg.cluster.task_index
-    protocol = replication.worker_protocol(cfg.replication, cluster)
+    topology = topology_lib.for_config(cfg)
+    protocol = replication.worker_protocol(cfg.replication, topology)
     ps = [('ps', i) for i in range(len(cluster.ps_hosts))]
     others = [('worker', w) for w in range(cluster.num_workers) if w != index]
     # Without these peers this worker cannot go on; it also waits for them at the start.
@@ -160,7 +163,7 @@ def run(cfg, log, stop, fail):
     try:
         servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
                                cluster.peer_timeout_s)
-        return _train_worker(cfg, log, stop, task, proto, protocol)
+        return _train_worker(cfg, log, stop, task, proto, protocol, topology)
     except config_lib.ConfigError as e:
         # A setting at fault (a peer that never answered, the chief that never initialised,
         # a corrupt record): ended through the watchdog, so the serving tasks hear of it.
@@ -171,12 +174,10 @@ def run(cfg, log, stop, fail):
         raise
 
 
-def _train_worker(cfg, log, stop, task, proto, protocol):
+def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     """The worker's graph, session and steps, once its essential peers answer."""
     cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
     collective, by_global_step = protocol.all_reduce, protocol.common_end
-    topology = topology_lib.Topology.between_graph(cluster.jobs(), index, cfg.device.device,
-                                                   cfg.device.num_devices)
     coordinator_device = liveness.cpu_device(*task_lib.control_task(cluster))
     warm_and_timed = cfg.run.num_warmup_batches + cfg.run.num_batches
     combine_stop = (control.all_reduce_max(cluster.num_workers, _CONTROL_GROUP_KEY, 1,
@@ -252,31 +253,67 @@ def _train_worker(cfg, log, stop, task, proto, protocol):
     return _result(cfg, built, loop, extra, log)
 
 
-def _step_runner(sess, fetches, cluster, dog):
-    """run(what) -> (global step, end, stop) after one step, its phase bounded by the watchdog.
+def _step_runner(sess, cluster, dog, what):
+    """run(fetches) -> their values, each run a step whose phase the watchdog bounds.
 
     A step past --step_timeout_s, or one that fails because a peer went away, ends the task
-    through the watchdog, naming the peers most likely to blame.
+    through the watchdog, naming the peers most likely to blame. Steps are named
+    '<what> <n>' in messages.
     """
     options = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
     # The step's own timeout comes first; the watchdog's bound is the backstop.
     bound = cluster.step_timeout_s + cluster.peer_timeout_s
+    count = [0]
 
-    def run(what):
-        dog.phase(what, bound)
+    def run(fetches):
+        count[0] += 1
+        step = '%s %d' % (what, count[0])
+        dog.phase(step, bound)
         try:
-            return [int(v) for v in sess.run(fetches, options=options)[1]]
+            return sess.run(fetches, options=options)
         except tf.errors.DeadlineExceededError:
             blame = dog.culprits()
             dog.fail('%s did not end within --step_timeout_s=%g%s'
-                     % (what, cluster.step_timeout_s, '; ' + blame if blame else ''))
+                     % (step, cluster.step_timeout_s, '; ' + blame if blame else ''))
         except _PEER_ERRORS as e:
             named = dog.named_in(e.message)
             blame = ('lost %s' % ', '.join(str(p) for p in named)) if named else dog.culprits()
-            dog.fail('%s failed (%s)%s' % (what, errors.cause(e.message, type(e).__name__),
+            dog.fail('%s failed (%s)%s' % (step, errors.cause(e.message, type(e).__name__),
                                            '; ' + blame if blame else ''), lost=named)
-        raise errors.PeerLost(what)  # reached only where `fail` returns (a test's)
+        raise errors.PeerLost(step)  # reached only where `fail` returns (a test's)
     return run
+
+
+class _JobProgress:
+    """The job's control values as this worker's steps read them, and when its loop ends.
+
+    Synchronous workers end at the job's end step (and warm up until its timed part starts);
+    asynchronous ones after their own number of steps. Both end early when a task of the job
+    asked to stop: a synchronous worker that sees the stop first moves the end step down
+    (`control.STOP_MARGIN`), an asynchronous one stops after its step.
+    """
+
+    def __init__(self, initial, common_end, move_end, stop, announce):
+        self.step, self.end, self.stopped = (int(v) for v in initial)
+        self._common_end = common_end
+        self._move_end = move_end
+        self._stop = stop
+        self._announce = announce
+
+    def update(self, control_values):
+        """Takes the [global step, end, stop] a step fetched."""
+        first_stop = control_values[2] and not self.stopped
+        self.step, self.end, self.stopped = (int(v) for v in control_values)
+        if first_stop:
+            self._announce(self.stopped, self.step)
+            if self._common_end:
+                self._move_end()
+
+    def more(self, count, limit):
+        """Whether another step runs after `count` steps of a phase of at most `limit`."""
+        if self._common_end:
+            return self.step < self.end and (limit is None or count < limit)
+        return count < limit and not (self.stopped or self._stop.requested)
 
 
 def _handshake(sess, handshake, cluster, dog):
@@ -303,7 +340,8 @@ def _handshake(sess, handshake, cluster, dog):
 
 
 def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
-    """Warm-up and timed steps; returns their durations, end times and global steps.
+    """Warm-up and timed steps (`session.run_steps`, the one timed loop); returns the timed
+    steps' `StepTimes` (None without one) and their end times and global steps.
 
     Synchronous workers run until the job's end step (warming up until the timed part of the
     job starts); asynchronous ones run their own warm-up + num_batches steps. Both stop early
@@ -317,57 +355,60 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
     # Fill this worker's staging areas (its own input pipeline) before the first step.
     for k in range(len(built.ops.warmup_ops)):
         sess.run(built.ops.warmup_ops[:k + 1], options=timeout)
-    step, end, stopped = [int(v) for v in sess.run(graph.read_control, options=timeout)]
-    start_step = step
-    run_step = _step_runner(sess, [graph.train_op, graph.control], cluster, dog)
-    seen_stop = False
+    progress = _JobProgress(
+        sess.run(graph.read_control, options=timeout), by_global_step,
+        lambda: sess.run(graph.end_after[control.STOP_MARGIN], options=timeout), stop,
+        lambda signum, step: log('worker %d: the job is asked to stop (signal %d) at global '
+                                 'step %d' % (cluster.task_index, signum, step)))
+    start_step = progress.step
+    fetch = [graph.train_op, graph.control]
+    first_step_time = []
 
-    def one_step(what):
-        nonlocal step, end, stopped, seen_stop
-        step, end, stopped = run_step(what)
-        if stopped and not seen_stop:
-            seen_stop = True
-            log('worker %d: the job is asked to stop (signal %d) at global step %d'
-                % (cluster.task_index, stopped, step))
-            if by_global_step:
-                sess.run(graph.end_after[control.STOP_MARGIN], options=timeout)
+    def warm_more(count):
+        return progress.more(count, run_cfg.num_warmup_batches) and not (
+            by_global_step and progress.step >= progress.end - run_cfg.num_batches)
 
-    def more(count, limit):
-        if by_global_step:
-            return step < end and (limit is None or count < limit)
-        return count < limit and not (stopped or stop.requested)
+    warm = [0]
 
-    warm = 0
-    first_step_time = None
-    while more(warm, run_cfg.num_warmup_batches) and not (
-            by_global_step and step >= end - run_cfg.num_batches):
-        one_step('warm-up step %d' % (warm + 1))
-        warm += 1
-        first_step_time = first_step_time or time.time()
+    def after_warm_step(value):
+        progress.update(value[1])
+        warm[0] += 1
+        first_step_time[:] = first_step_time or [time.time()]
+        return not warm_more(warm[0])
+
+    if warm_more(0):
+        session_lib.run_steps(sess, fetch, run_cfg.num_warmup_batches, built.images_per_step,
+                              run=_step_runner(sess, cluster, dog, 'warm-up step'),
+                              on_step=after_warm_step)
     # The manager's counts so far, so that the result splits them into warm-up and timed.
-    warm_counters = counts.values(
-        sess.run(graph.final['counters'], options=timeout))
-    durations, end_times, steps = [], [], []
-    warm_step = step
-    timed_start = time.time()
-    last = time.perf_counter()
-    while more(len(durations), None if by_global_step else run_cfg.num_batches):
-        one_step('step %d' % (len(durations) + 1))
-        now = time.perf_counter()
-        durations.append(now - last)
+    warm_counters = counts.values(sess.run(graph.final['counters'], options=timeout))
+    end_times, steps = [], []
+    warm_step = progress.step
+    limit = None if by_global_step else run_cfg.num_batches
+
+    def after_timed_step(value):
+        progress.update(value[1])
         end_times.append(time.time())
-        steps.append(step)
-        last = now
-        first_step_time = first_step_time or end_times[-1]
-        if len(durations) % run_cfg.display_every == 0:
-            recent = durations[-run_cfg.display_every:]
-            log('step %d\timages/sec: %.1f\tstep_time_ms: %.2f\tglobal_step: %d' % (
-                len(durations), built.images_per_step * len(recent) / sum(recent),
-                1000.0 * sum(recent) / len(recent), step))
-    return {'durations': durations, 'end_times': end_times, 'global_steps': steps,
-            'timed_start_time': timed_start, 'first_step_time': first_step_time,
+        steps.append(progress.step)
+        first_step_time[:] = first_step_time or end_times[-1:]
+        return not progress.more(len(end_times), limit)
+
+    def on_interval(index, durations, values):
+        log(loops.format_interval(index, durations, values, built.images_per_step,
+                                  run_cfg.display_every))
+
+    timed_start = time.time()
+    times = None
+    if progress.more(0, limit):
+        times = session_lib.run_steps(
+            sess, fetch, limit, built.images_per_step,
+            [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
+            run=_step_runner(sess, cluster, dog, 'step'), on_step=after_timed_step)
+    return {'times': times, 'end_times': end_times, 'global_steps': steps,
+            'timed_start_time': timed_start,
+            'first_step_time': first_step_time[0] if first_step_time else None,
             'warm_global_step': warm_step, 'start_global_step': start_step,
-            'warmup_steps': warm, 'warmup_counters': warm_counters}
+            'warmup_steps': warm[0], 'warmup_counters': warm_counters}
 
 
 def timed_counts(end, warm):
@@ -381,39 +422,30 @@ def timed_counts(end, warm):
 
 
 def _result(cfg, built, loop, extra, log):
-    cluster = cfg.cluster
-    durations = loop['durations']
-    result = {'job_name': 'worker', 'task_index': cluster.task_index,
-              'variable_update': cfg.replication.variable_update,
-              'cross_replica_sync': cluster.cross_replica_sync, 'model': built.model_name,
-              'batch_size': built.batch_size, 'images_per_step': built.images_per_step,
-              'num_devices': built.topology.num_towers, 'num_workers': cluster.num_workers,
-              'num_params': built.num_params, 'config': cfg.to_dict()}
-    result.update({k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
-                                        'first_step_time', 'start_global_step')})
-    result.update(extra)
-    result.update(warmup_steps=loop['warmup_steps'],
-                  dropped_images=result.get('dropped_gradients', 0) * built.images_per_step,
-                  warmup_dropped_images=(result.get('warmup_dropped_gradients', 0) *
-                                         built.images_per_step),
-                  images=len(durations) * built.images_per_step)
-    if durations:
-        times = timing.StepTimes(durations, sum(durations), built.images_per_step)
-        result.update(times.summary())
+    """The worker's result record (`tfhp.results`): its timed steps, its counts split into
+    warm-up and timed, and the times the launcher's job figures need."""
+    cluster, times = cfg.cluster, loop['times']
+    extra = dict(extra, warmup_steps=loop['warmup_steps'],
+                 images=times.num_steps * built.images_per_step if times else 0,
+                 dropped_images=extra.get('dropped_gradients', 0) * built.images_per_step,
+                 warmup_dropped_images=(extra.get('warmup_dropped_gradients', 0) *
+                                        built.images_per_step),
+                 **{k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
+                                         'first_step_time', 'start_global_step')})
+    if times:
         span = loop['end_times'][-1] - loop['timed_start_time']
-        result['global_steps_per_sec'] = (
-            (loop['global_steps'][-1] - loop['warm_global_step']) / span if span > 0 else 0.0)
-        result['global_step'] = loop['global_steps'][-1]
+        extra.update(global_step=loop['global_steps'][-1], global_steps_per_sec=(
+            (loop['global_steps'][-1] - loop['warm_global_step']) / span if span > 0 else 0.0))
+    else:
+        extra.update(global_step=loop['warm_global_step'], global_steps_per_sec=0.0)
+    result = results.record(cfg, built, times, extra)
+    if times:
         log('worker %d: %d timed steps, images/sec: %.2f, global steps/sec: %.2f, dropped '
             'gradients: %d timed, %d in %d warm-up steps'
             % (cluster.task_index, times.num_steps, times.images_per_sec,
                result['global_steps_per_sec'], result.get('dropped_gradients', 0),
                result.get('warmup_dropped_gradients', 0), loop['warmup_steps']))
     else:
-        result.update(num_steps=0, images_per_sec=0.0, global_steps_per_sec=0.0,
-                      global_step=loop['warm_global_step'])
         log('worker %d: the job ended before this worker took a timed step'
             % cluster.task_index)
-    if cfg.run.result_file:
-        timing.append_json(cfg.run.result_file, result)
-    return result
+    return results.write(cfg, result)

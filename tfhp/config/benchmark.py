@@ -1,6 +1,7 @@
 """BenchmarkConfig: every section of one run, and the checks that span sections."""
 import dataclasses
 
+from tfhp import topology as topology_lib
 from tfhp.config import cluster as cluster_lib
 from tfhp.config import data as data_lib
 from tfhp.config import device as device_lib
@@ -18,8 +19,7 @@ from tfhp.ops import allreduce_spec
 
 
 def _in_graph_async(cfg):
-    in_graph = not cfg.cluster.job_name or cfg.cluster.graph_mode == 'in_graph'
-    return in_graph and not cfg.cluster.cross_replica_sync
+    return topology_lib.is_in_graph_async(cfg.cluster.mode, cfg.cluster.cross_replica_sync)
 
 
 def _check_in_graph_replication(cfg):
@@ -33,7 +33,7 @@ def _check_in_graph_replication(cfg):
     errors.require(not (replication.staged_reads and not cfg.trains),
                    '%s stages training reads; it does not apply with --eval or --forward_only',
                    replication.staged_reads_flag)
-    in_graph = not cfg.cluster.job_name or cfg.cluster.graph_mode == 'in_graph'
+    in_graph = cfg.cluster.mode != 'between_graph'
     errors.require(replication.gradient_transfer_dtype == 'float32' or not in_graph or
                    replication.variable_update in replication_lib.ALL_REDUCE_UPDATES,
                    '--gradient_transfer_dtype applies to the all-reduce of --variable_update in '

@@ -25,20 +25,20 @@ WorkerProtocol = collections.namedtuple('WorkerProtocol', [
 ])
 
 
-def worker_protocol(replication_config, cluster_config):
+def worker_protocol(replication_config, topology):
     """How the workers of a between-graph job meet, for the code that runs them (which names no
     strategy): a `WorkerProtocol`."""
     all_reduce = replication_config.variable_update == 'collective_all_reduce'
     return WorkerProtocol(all_reduce=all_reduce,
                           group_leader=collective_workers.GROUP_LEADER if all_reduce else '',
-                          common_end=cluster_config.cross_replica_sync)
+                          common_end=topology.synchronous)
 
 
 def make_variable_manager(replication_config, topology, cluster_config=None,
                           staleness_config=None):
     """Builds the VariableManager a ReplicationConfig names, for a Topology.
 
-    Asynchronous parameter-server training (cluster_config.cross_replica_sync false) measures
+    Asynchronous parameter-server training (topology.synchronous false) measures
     gradient staleness and applies staleness_config's remedies (`staleness.Staleness`): between
     graphs its `AsyncReplicas` does so itself, in-graph the manager is wrapped; so is any
     in-graph run with measure_staleness.
@@ -47,14 +47,14 @@ def make_variable_manager(replication_config, topology, cluster_config=None,
       replication_config: a `tfhp.config.ReplicationConfig`.
       topology: a `tfhp.topology.Topology`.
       cluster_config: a `tfhp.config.ClusterConfig`; needed when the topology is one worker's
-        of a between-graph job, and for asynchronous training.
+        of a between-graph job (spare replicas, partitioning, the step timeout).
       staleness_config: a `tfhp.config.StalenessConfig`, or None (measure only).
     Returns:
       A `tfhp.replication.base.VariableManager`.
     """
     remedies = _remedies(topology, cluster_config, staleness_config)
     manager = _make_manager(replication_config, topology, cluster_config, remedies)
-    asynchronous = (cluster_config is not None and not cluster_config.cross_replica_sync and
+    asynchronous = (not topology.synchronous and
                     replication_config.variable_update == 'parameter_server')
     measure = (staleness_config is not None and staleness_config.measure_staleness and
                topology.graph_mode != 'between_graph')
@@ -105,7 +105,7 @@ def _between_graph_manager(strategy, topology, cluster, transfer_dtype, remedies
             topology.tower_devices, topology.num_workers, topology.is_chief,
             timeout_s=cluster.step_timeout_s, transfer_dtype=transfer_dtype)
     sync = None
-    if cluster.cross_replica_sync:
+    if topology.synchronous:
         sync = functools.partial(
             sync_replicas.SyncReplicas, worker_device=worker,
             replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
