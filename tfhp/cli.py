@@ -20,7 +20,7 @@ from tfhp.cluster import errors as cluster_errors
 FLAGS = flags.FLAGS
 
 # Model.
-flags.DEFINE_string('model', 'trivial', 'Model name (see README for the list).')
+flags.DEFINE_string('model', 'trivial', 'Model name (docs/training.md lists them).')
 flags.DEFINE_integer('batch_size', None, 'Batch size per device; default: the model\'s.')
 flags.DEFINE_integer('image_size', None, 'Square input image size; default: the model\'s.')
 flags.DEFINE_integer('num_classes', 1000, 'Number of classes of synthetic data standing in '

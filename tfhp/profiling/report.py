@@ -1,4 +1,4 @@
-"""The analyser's text report (`python -m tfhp.trace`); the README shows one and how to read it."""
+"""The analyser's text report (`python -m tfhp.trace`); docs/profiling.md shows one and how to read it."""
 import collections
 
 from tfhp.profiling import events
