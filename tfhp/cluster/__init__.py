@@ -7,6 +7,7 @@
   serve.py       a task that only serves (ps tasks, in-graph workers other than the client)
   client.py      the in-graph client
   launch (tfhp.launch)  a whole job on one machine; tasks.py: tasks started one by one (faults)
+  figures.py     the job's figures from its workers' results, and its link report
   servers.py     a task's server, waiting for peers, the ps-exit protocol
   sessions.py    a task's session: hooks, a fast bounded start, no recovery
   liveness.py    progress counters and descriptions every task publishes; the peer watch
