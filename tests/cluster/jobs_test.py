@@ -89,18 +89,18 @@ def test_in_graph_replication_across_the_cluster(tmp_path, sync):
 
 
 def test_spare_replica_absorbs_a_straggler(tmp_path):
-    """3 workers, one slowed by 100 ms per step: with R=2 the step rate holds, with R=3 not."""
-    def rate(replicas, delay_ms):
+    """3 workers, one slowed by 200 ms per step: with R=3 every step waits for it (at most 5
+    global steps a second); with R=2 the others step on without it, well above that."""
+    def rate(replicas):
         status, summary, output = _launch(
             tmp_path, 1, 3, '--num_batches=20', '--replicas_to_aggregate=%d' % replicas,
-            '--straggler_workers=2', '--straggler_delay_ms=%d' % delay_ms)
+            '--straggler_workers=2', '--straggler_delay_ms=200')
         _clean(status, summary, output)
         return summary
 
-    spare_base, spare_slow = rate(2, 0), rate(2, 100)
-    full_base, full_slow = rate(3, 0), rate(3, 100)
-    assert spare_slow['global_steps_per_sec'] >= 0.8 * spare_base['global_steps_per_sec']
-    assert full_slow['global_steps_per_sec'] < 0.8 * full_base['global_steps_per_sec']
+    spare_slow, full_slow = rate(2), rate(3)
+    assert full_slow['global_steps_per_sec'] <= 5.0
+    assert spare_slow['global_steps_per_sec'] >= 2 * full_slow['global_steps_per_sec']
     # The straggler's late gradients were dropped and counted, with their images, apart for
     # its warm-up and its timed steps (a timed step drops at most its own gradient).
     straggler = spare_slow['tasks'][2]

@@ -22,8 +22,7 @@ def _worker_graph(model='trivial', sync=True, partition_min_bytes=0, update='par
         testing.small_config(model=model, image_size=8, optimizer={'weight_decay': 0.0},
                              device={'num_devices': num_devices}),
         cluster=cluster, replication=config_lib.ReplicationConfig(variable_update=update))
-    topology = topology_lib.Topology.between_graph(cluster.jobs(), 1, 'cpu', num_devices)
-    return benchmark.build(cfg, topology)
+    return benchmark.build(cfg, topology_lib.for_config(cfg))
 
 
 def _bytes_per_ps(graph):
