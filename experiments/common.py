@@ -12,6 +12,7 @@
   check_plot    --plot refused at once (exit status 2) without matplotlib or a writable path
 """
 import collections
+import contextlib
 import io
 import json
 import os
@@ -29,6 +30,7 @@ from tfhp import timing
 from tfhp.config import paths
 from tfhp.data import info as info_lib
 from tfhp.data import synthetic
+from tfhp.profiling import link_traffic
 
 run_tfhp = sweep.run_tfhp
 
@@ -42,13 +44,22 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
     """Runs one job, every task its own process (`tfhp.launch.launch_job`), on loopback or on
     emulated links of the given rates.
 
+    On links, every task's NIC counters are also sampled while the job runs
+    (`tfhp.profiling.link_traffic`), and the summary's 'links' gets 'timed': the bytes per
+    global step of the chief's timed steps alone, and their bound (None where there is no
+    timed window).
     Returns:
       A `ClusterRun`.
     """
     output = io.StringIO()
-    summary, results = launch.launch_job(num_ps, num_workers, list(tfhp_args),
-                                         timeout_s=timeout_s, link_bandwidth=link_bandwidth,
-                                         ps_link_bandwidth=ps_link_bandwidth, out=output)
+    sampler = link_traffic.NicSampler() if link_bandwidth else contextlib.nullcontext()
+    with sampler:
+        summary, results = launch.launch_job(num_ps, num_workers, list(tfhp_args),
+                                             timeout_s=timeout_s, link_bandwidth=link_bandwidth,
+                                             ps_link_bandwidth=ps_link_bandwidth, out=output)
+    if 'links' in summary:
+        summary['links']['timed'] = link_traffic.timed_report(
+            sampler.samples, summary['links']['tasks'], results.get(('worker', 0), {}))
     lines = output.getvalue().splitlines()
     status = summary['status']
     error = None if status == 0 else ' | '.join(lines[-6:]) or 'exit status %d' % status
