@@ -153,7 +153,7 @@ class NicSampler:
     of the calling process); `samples` holds {(job, index): [(time, sent, received)]}.
     """
 
-    def __init__(self, interval_s=0.05):
+    def __init__(self, interval_s=0.02):
         self.interval_s = interval_s
         self.samples = {}
         self._own_namespace = os.readlink('/proc/self/ns/net')
