@@ -36,10 +36,10 @@ def fit(points):
     than 2 distinct xs."""
     xs, ys = [x for x, _ in points], [y for _, y in points]
     n = len(points)
+    if len(set(xs)) < 2:
+        return None
     mean_x, mean_y = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mean_x) ** 2 for x in xs)
-    if n < 2 or sxx == 0:
-        return None
     slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
     intercept = mean_y - slope * mean_x
     total = sum((y - mean_y) ** 2 for y in ys)

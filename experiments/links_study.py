@@ -51,6 +51,8 @@ def define_flags():
                       'loopback).')
     flags.DEFINE_list('workers', ['1', '2', '4', '6'], 'saturation: worker counts.')
     flags.DEFINE_list('num_ps', ['1', '2'], 'saturation: ps task counts.')
+    flags.DEFINE_list('modes', list(MODES), 'modes: the modes (%s).' % ', '.join(
+        '%s: %s' % (name, label) for name, (label, _, _) in MODES.items()))
     flags.DEFINE_string('modes_model', 'null_dense', 'modes: model.')
     flags.DEFINE_string('modes_rate', '1gbit', 'modes: link rate.')
     flags.DEFINE_list('modes_workers', ['2', '4'], 'modes: worker counts.')
@@ -84,20 +86,21 @@ def saturation_rows(models, rates, num_ps, workers, steps, warmup_steps):
             for model in models for rate in rates for k in num_ps for w in workers]
 
 
-# label -> (ps tasks, tfhp flags) of the modes study; all synchronous.
+# --modes name -> (label, ps tasks, tfhp flags) of the modes study; all synchronous.
 MODES = {
-    'parameter_server, 1 ps': (1, ['--variable_update=parameter_server']),
-    'parameter_server, 2 ps': (2, ['--variable_update=parameter_server']),
-    'distributed_replicated, 1 ps': (1, ['--variable_update=distributed_replicated']),
-    'collective_all_reduce': (0, ['--variable_update=collective_all_reduce']),
+    'ps': ('parameter_server, 1 ps', 1, ['--variable_update=parameter_server']),
+    'ps2': ('parameter_server, 2 ps', 2, ['--variable_update=parameter_server']),
+    'replicated': ('distributed_replicated, 1 ps', 1,
+                   ['--variable_update=distributed_replicated']),
+    'all_reduce': ('collective_all_reduce', 0, ['--variable_update=collective_all_reduce']),
 }
 
 
-def modes_rows(model, rate, workers, steps, warmup_steps):
-    """Measurements of each mode (MODES) on `rate` links, per worker count."""
-    return [_row({'study': 'modes', 'model': model, 'label': label}, k, w,
-                 link_jobs.job_args(model, steps, warmup_steps, args), rate)
-            for w in workers for label, (k, args) in MODES.items()]
+def modes_rows(model, rate, workers, steps, warmup_steps, modes=tuple(MODES)):
+    """Measurements of each mode (MODES keys) on `rate` links, per worker count."""
+    return [_row({'study': 'modes', 'model': model, 'label': MODES[m][0]}, MODES[m][1], w,
+                 link_jobs.job_args(model, steps, warmup_steps, MODES[m][2]), rate)
+            for w in workers for m in modes]
 
 
 DTYPES = ('float32', 'bfloat16', 'float16')
@@ -145,7 +148,7 @@ def rows(studies):
         'saturation': lambda: saturation_rows(FLAGS.models, FLAGS.rates, _ints(FLAGS.num_ps),
                                               _ints(FLAGS.workers), *steps),
         'modes': lambda: modes_rows(FLAGS.modes_model, FLAGS.modes_rate,
-                                    _ints(FLAGS.modes_workers), *steps),
+                                    _ints(FLAGS.modes_workers), *steps, modes=FLAGS.modes),
         'precision': lambda: precision_rows(FLAGS.precision_model, FLAGS.precision_rate,
                                             FLAGS.precision_workers, FLAGS.precision_updates,
                                             *steps),
@@ -167,6 +170,7 @@ def _check_flags():
     common.check_choices('studies', FLAGS.studies, STUDIES)
     common.check_choices('models', FLAGS.models + [FLAGS.modes_model, FLAGS.precision_model,
                                                    FLAGS.backup_model], link_jobs.MODELS)
+    common.check_choices('modes', FLAGS.modes, MODES)
     common.check_choices('precision_updates', FLAGS.precision_updates, (
         'parameter_server', 'distributed_replicated', 'collective_all_reduce'))
     if FLAGS.backup_workers < 2:
