@@ -89,7 +89,7 @@ def tfhp_flags(combo, options, data_dir, train_dir, seed=None):
         '--num_batches=%d' % options.num_steps, '--num_warmup_batches=0',
         '--display_every=%d' % options.num_steps, '--train_dir=%s' % train_dir,
         # Random crops of 16-pixel images cut too much of the shape away to learn quickly.
-        '--max_ckpts_to_keep=0', '--distortions=false']
+        '--max_ckpts_to_keep=0', '--random_crop_flip=false']
     # Checkpoints every eval_every batches per replica; between graphs the chief counts
     # global steps, which asynchronous workers advance one per batch each.
     if combo == 'in_graph_sync':

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-measures every figure in the README on this machine (CPU defaults). Most scripts now run
+# Re-measures every figure of docs/results.md on this machine (CPU defaults). Most scripts now run
 # every row 3 times (--repeats), so expect roughly three times the 40 minutes single runs took
 # on 2 cores (an estimate; not timed end to end). Each script prints its table; JSON lines go to
 # $OUT/*.jsonl and, where matplotlib is installed (pip install -e '.[plots]'), plots to
@@ -20,3 +20,4 @@ run ablations python -m experiments.ablations --result_file="$OUT/ablations.json
 run model_parallel python -m experiments.model_parallel --result_file="$OUT/model_parallel.jsonl"
 run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl" $(plot stale_gradients)
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"
+run precision python -m experiments.precision_bench --result_file="$OUT/precision.jsonl"

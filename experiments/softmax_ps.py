@@ -127,7 +127,7 @@ def measure(num_ps, softmax, options, seed=1234):
         ops, train_ops = async_runner.build_replica_steps(
             constant.ConstantPipeline(ids, labels), model_fn_for(softmax, options, num_ps),
             manager, lambda: tf.train.GradientDescentOptimizer(options.learning_rate), topology)
-        init = tf.global_variables_initializer()
+        init = tf.group(tf.global_variables_initializer(), tf.local_variables_initializer())
     with tf.Session(server.target, graph=graph, config=session_lib.config_proto()) as sess:
         sess.run(init)
         loss_before = float(sess.run(ops.loss))

@@ -81,7 +81,7 @@ def main(_):
 
 
 if __name__ == '__main__':
-    # 4 replicas make updates several steps stale (the README's table: 300 steps each, 0.8).
+    # 4 replicas make updates several steps stale (docs/results.md's table: 300 steps each, 0.8).
     four_combos.define_study_flags(four_combos.Options(num_replicas=4, num_steps=300,
                                                        target_accuracy=0.8),
                                    'tfhp_stale_gradients')

@@ -25,6 +25,17 @@ from tfhp import config as config_lib
     (lambda: config_lib.RunConfig(num_batches=0), '--num_batches'),
     (lambda: config_lib.RunConfig(eval=True), '--eval'),
     (lambda: config_lib.RunConfig(save_model_steps=5), '--save_model_steps'),
+    (lambda: config_lib.DataConfig(batch_group_size=2), '--batch_group_size=2'),
+    (lambda: config_lib.DataConfig(data_dir='/d', datasets_use_caching=True),
+     '--datasets_use_caching'),
+    (lambda: config_lib.DataConfig(data_dir='/d', datasets_repeat_cached_sample=True),
+     '--datasets_repeat_cached_sample'),
+    (lambda: config_lib.DeviceConfig(kmp_blocktime=30), '--kmp_blocktime'),
+    (lambda: config_lib.DeviceConfig(mkl=True, kmp_settings=2), '--kmp_settings'),
+    (lambda: config_lib.ReplicationConfig(variable_consistency='eventual'),
+     '--variable_consistency'),
+    (lambda: config_lib.ProfileConfig(trace_file='/t', trace_memory=True,
+                                      use_chrome_trace_format=False), '--trace_memory'),
 ])
 def test_invalid_settings_name_the_flag(make, flag):
     with pytest.raises(config_lib.ConfigError, match=flag):
@@ -118,3 +129,12 @@ def test_the_chief_or_in_graph_client_writes_the_train_dir(cluster, writes):
     if cluster:
         cluster = dict(cluster, ps_hosts=('h:1',), worker_hosts=('h:2', 'h:4'))
     assert config_lib.writes_train_dir(config_lib.ClusterConfig(**cluster)) is writes
+
+
+def test_mkl_exports_the_openmp_settings_of_tf_cnn_benchmarks():
+    assert config_lib.DeviceConfig().openmp_environment() == {}
+    assert config_lib.DeviceConfig(mkl=True, kmp_blocktime=1,
+                                   num_intra_threads=2).openmp_environment() == {
+                                       'KMP_BLOCKTIME': '1', 'KMP_SETTINGS': '1',
+                                       'KMP_AFFINITY': 'granularity=fine,verbose,compact,1,0',
+                                       'OMP_NUM_THREADS': '2'}

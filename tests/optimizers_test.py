@@ -40,3 +40,17 @@ def test_linear_scaling_rule():
 def test_make_optimizer(name, cls):
     assert isinstance(optimizers.make_optimizer(config_lib.OptimizerConfig(optimizer=name), 0.1),
                       cls)
+
+
+def test_exponential_staircase_decay_with_a_floor():
+    # 10 steps per epoch; x0.5 every 2 epochs (20 steps), never below 0.02.
+    cfg = config_lib.OptimizerConfig(num_epochs_per_decay=2, learning_rate_decay_factor=0.5,
+                                     minimum_learning_rate=0.02)
+    assert _rates(cfg, [0, 19, 20, 39, 40, 60, 200]) == pytest.approx(
+        [0.1, 0.1, 0.05, 0.05, 0.025, 0.02, 0.02])
+
+
+def test_decay_then_warm_up():
+    cfg = config_lib.OptimizerConfig(num_epochs_per_decay=1, learning_rate_decay_factor=0.1,
+                                     num_learning_rate_warmup_epochs=0.5)
+    assert _rates(cfg, [0, 4, 5, 10]) == pytest.approx([0.0, 0.08, 0.1, 0.01])

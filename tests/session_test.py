@@ -1,7 +1,9 @@
-"""Session settings: the process-wide thread pools are not silently resized."""
+"""Session settings and the one timed loop: the process-wide thread pools are not silently
+resized; run_steps runs through a given run and stops when told."""
 import warnings
 
 import pytest
+import tensorflow.compat.v1 as tf
 
 from tfhp import session
 
@@ -15,3 +17,27 @@ def test_other_thread_pool_sizes_in_one_process_warn(monkeypatch):
     assert proto.intra_op_parallelism_threads == 2
     with pytest.warns(RuntimeWarning, match=r'num_intra_threads=1.*first session.*\(2, 2\)'):
         session.config_proto(num_intra_threads=1, num_inter_threads=2)
+
+
+def test_run_steps_takes_a_run_and_stops_when_on_step_says():
+    with tf.Graph().as_default():
+        counter = tf.Variable(0, dtype=tf.int64)
+        step = counter.assign_add(1)
+        with tf.Session() as sess:
+            sess.run(counter.initializer)
+            ran, seen = [], []
+
+            def run(fetches):
+                ran.append(fetches)
+                return sess.run(fetches)
+
+            def on_step(value):
+                seen.append(int(value))
+                return value >= 4  # e.g. the job's end step, fetched with the step
+
+            times = session.run_steps(sess, step, None, 8, run=run, on_step=on_step)
+            assert seen == [1, 2, 3, 4] and times.num_steps == 4 and len(ran) == 4
+            assert times.images_per_sec > 0
+            # A step limit still holds when on_step never says stop.
+            times = session.run_steps(sess, step, 2, 8, on_step=lambda value: False)
+            assert times.num_steps == 2 and int(sess.run(counter)) == 6

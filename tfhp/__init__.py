@@ -11,6 +11,10 @@ Glossary (each name means one thing everywhere in the code):
   global batch batch_size (per tower) * num_towers * num_workers.
   stage        one part of a step (input, staging, forward, backward, aggregate, apply); the
                names live in `tfhp.ops.scopes` so that traces can be read back by stage.
+  compute dtype  the dtype towers compute in (float32, float16, bfloat16); the variables a
+               tower reads are master copies in their own (variable) dtype, cast where read.
+  loss scale   the factor S a float16 tower multiplies its loss by before differentiating and
+               divides its gradients by after (`tfhp.loss_scale`).
 
 Importing tfhp has no side effects: entry points (the CLI, experiments, tests) call
 `tf.disable_v2_behavior()`, library modules never do.

@@ -6,7 +6,9 @@ once per replica update. The replicas are built by the ordinary step builder
 (`tfhp.step.build_train_step`) on a one-tower view of the topology, under name scopes
 `replica_<t>/`. Nothing makes one replica wait for another: a replica's gradient may be computed
 on weights other replicas have changed since, and updates of different variables interleave
-(no cross-variable atomicity, as in asynchronous parameter-server training).
+(no cross-variable atomicity, as in asynchronous parameter-server training). So the manager
+must measure each update's gradient staleness (a `staleness.Staleness`, e.g. an
+`AsyncReplicas`); another is refused, since results without staleness cannot be read.
 
 `run_replicas` protocol:
   1. every thread runs its untimed warm-up steps;
@@ -25,6 +27,7 @@ import tensorflow.compat.v1 as tf
 from tfhp import step as step_lib
 from tfhp import timing
 from tfhp.replication import base
+from tfhp.replication import staleness
 
 
 class _ReplicaView(base.VariableManager):
@@ -58,8 +61,9 @@ def build_replica_steps(pipeline, model_fn, manager, optimizer_fn, topology, **s
     Args:
       pipeline: a `tfhp.pipelines.base.Pipeline`; each replica builds its own input from it.
       model_fn: as for `step.build_train_step`.
-      manager: a VariableManager whose towers share variables (a ParameterServer); each
-        replica's `apply_gradients` call applies that replica's gradients alone.
+      manager: a `staleness.Staleness` whose towers share variables (over a
+        ParameterServer, or an `AsyncReplicas`); each replica's `apply_gradients` call applies
+        that replica's gradients alone and measures their staleness.
       optimizer_fn: called once per replica: each has its own optimizer (and slots).
       topology: a `tfhp.topology.Topology`; one replica per tower device.
       **step_kwargs: passed to `step.build_train_step` (weight_decay, gradient_clip).
@@ -67,7 +71,15 @@ def build_replica_steps(pipeline, model_fn, manager, optimizer_fn, topology, **s
       (combined, replica_train_ops): `combined` is a `step.StepOps` whose loss/top1/top5 are
       the replicas' means, whose warm-up runs every replica's warm-up, and whose train_op
       steps every replica once; replica_train_ops[t] is replica t's own train op.
+    Raises:
+      ValueError: the manager does not measure staleness.
     """
+    if not isinstance(manager, staleness.Staleness):
+        raise ValueError(
+            'asynchronous replicas need a manager that measures gradient staleness, not %s: '
+            'use replication.async_replicas.AsyncReplicas(placement, worker_device) or wrap it '
+            'in replication.staleness.Staleness(manager, counter_device)'
+            % type(manager).__name__)
     replicas = []
     for t, device in enumerate(topology.tower_devices):
         view = dataclasses.replace(topology, tower_devices=(device,))

@@ -6,23 +6,26 @@ It checks the configuration against the machine before building anything, builds
 `num_batches` steps, checkpoints, and returns the figures (also appended to `result_file`).
 """
 import collections
+import contextlib
 import dataclasses
-import platform
-import time
+import math
+import os
 
 import tensorflow.compat.v1 as tf
 
-import tfhp
 from tfhp import async_runner
 from tfhp import config as config_lib
 from tfhp import counts
 from tfhp import devices
+from tfhp import evaluation
+from tfhp import loops
+from tfhp import loss_scale as loss_scale_lib
 from tfhp import optimizers
 from tfhp import pipelines
 from tfhp import replication
+from tfhp import results
 from tfhp import session as session_lib
 from tfhp import step
-from tfhp import timing
 from tfhp import topology as topology_lib
 from tfhp import tower
 from tfhp.data import errors as data_errors
@@ -31,23 +34,62 @@ from tfhp.models import registry
 from tfhp.ops import record_input
 from tfhp.pipelines import input_only
 from tfhp.pipelines import preprocessing
-from tfhp.profiling import capture
+from tfhp.profiling import graphs
 from tfhp.profiling import summaries
+
+
+def _spec(cfg, data_name):
+    """The registry's ModelSpec of cfg's model for data set `data_name`."""
+    try:
+        return registry.get(cfg.model.name, data_name)
+    except ValueError as e:
+        hint = ('' if cfg.data.data_dir or data_name == registry.CIFAR10 else
+                ' (--data_name=cifar10 selects the CIFAR-10 models)')
+        raise config_lib.ConfigError('--model: %s%s' % (e, hint)) from None
 
 
 def _resolve(cfg, data_name):
     """Checks cfg against the registry (the variant for data set `data_name`) and the
     machine; returns (spec, batch, image, lr)."""
-    try:
-        spec = registry.get(cfg.model.name, data_name)
-    except ValueError as e:
-        hint = ('' if cfg.data.data_dir or data_name == registry.CIFAR10 else
-                ' (--data_name=cifar10 selects the CIFAR-10 models)')
-        raise config_lib.ConfigError('--model: %s%s' % (e, hint)) from None
-    devices.check(cfg.device, cfg.model)
-    return (spec, cfg.model.batch_size or spec.batch_size,
-            cfg.model.image_size or spec.image_size,
-            cfg.optimizer.learning_rate or spec.learning_rate)
+    spec = _spec(cfg, data_name)
+    devices.check(cfg.device, cfg.model, cfg.xla)
+    batch_size = cfg.model.batch_size or spec.batch_size
+    rate = cfg.optimizer.learning_rate or spec.learning_rate
+    if cfg.optimizer.resnet_base_lr:
+        if not registry.has_resnet_rate(spec):
+            raise config_lib.ConfigError(
+                '--resnet_base_lr scales the default rate of ImageNet ResNets; --model=%s is '
+                'not one' % spec.name)
+        rate = registry.resnet_learning_rate(batch_size, cfg.optimizer.resnet_base_lr)
+    if cfg.run.eval:
+        batch_size = cfg.evaluation.eval_batch_size or batch_size
+    return spec, batch_size, cfg.model.image_size or spec.image_size, rate
+
+
+def global_batch_size(cfg, data_name):
+    """Images one step of cfg takes from the training set, over every tower and worker."""
+    batch_size = cfg.model.batch_size or _spec(cfg, data_name).batch_size
+    return batch_size * cfg.device.num_devices * max(1, cfg.cluster.num_workers)
+
+
+def steps_for_epochs(cfg, epochs):
+    """The number of training steps (at least 1) of cfg that read `epochs` epochs."""
+    info = data_set(cfg)
+    return max(1, int(math.ceil(epochs * info.num_examples['train'] /
+                                global_batch_size(cfg, info.name))))
+
+
+def resolve_epochs(cfg):
+    """cfg with --num_epochs turned into --num_batches (cfg itself without --num_epochs).
+
+    tf_cnn_benchmarks' rule: ceil(epochs * training examples / global batch), the global batch
+    counting every tower of every worker. Call before anything reads cfg.run.num_batches (the
+    `tfhp` command does, for cluster tasks too).
+    """
+    if cfg.run.num_epochs is None:
+        return cfg
+    steps = steps_for_epochs(cfg, cfg.run.num_epochs)
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, num_batches=steps))
 
 
 def data_set(cfg):
@@ -79,22 +121,11 @@ def _make_pipeline(cfg, batch_size, image_size, topology, num_classes, data_name
     try:
         return pipelines.make_pipeline(
             cfg.data, batch_size, image_size, num_classes, cfg.model.data_format,
-            train=not cfg.run.eval, seed=cfg.run.tf_random_seed + first_tower,
+            train=not (cfg.run.eval or cfg.run.forward_only),
+            seed=cfg.run.tf_random_seed + first_tower,
             shift_ratio=shift_ratio, data_name=data_name)
     except record_input.InputFilesError as e:
         raise config_lib.ConfigError('--data_dir: %s' % e) from None
-
-
-def _format_interval(step_index, durations, values, images_per_step, interval):
-    recent = durations[-interval:]
-    line = 'step %d\timages/sec: %.1f\tstep_time_ms: %.2f' % (
-        step_index, images_per_step * len(recent) / sum(recent),
-        1000.0 * sum(recent) / len(recent))
-    if values is not None:
-        line += '\tloss: %.4f' % values['loss']
-        if 'top1' in values:
-            line += '\ttop_1: %.4f\ttop_5: %.4f' % (values['top1'], values['top5'])
-    return line
 
 
 Built = collections.namedtuple('Built', [
@@ -114,58 +145,64 @@ def build(cfg, topology=None, finalize=True):
 
     Args:
       cfg: a `tfhp.config.BenchmarkConfig`.
-      topology: where to build; default: this process's devices (`tfhp.distributed` passes a
-        cluster topology).
+      topology: where to build; default: `topology.for_config(cfg)` (this process's devices,
+        or its part of the cluster).
       finalize: finalize the graph; False lets the caller add ops (and finalize) first.
 
     Returns:
-      A `Built`; `ops` is a `step.StepOps` (training), `step.EvalOps` (cfg.run.eval) or
-      `input_only.InputStep` (cfg.data.input_only).
+      A `Built`; `ops` is a `step.StepOps` (training), `step.EvalOps` (cfg.run.eval and
+      cfg.run.forward_only) or `input_only.InputStep` (cfg.data.input_only).
     Raises:
       tfhp.config.ConfigError: the configuration cannot work on this machine.
     """
     info = data_set(cfg)
     num_classes, examples_per_epoch = info.num_classes, info.num_examples['train']
     spec, batch_size, image_size, base_rate = _resolve(cfg, info.name)
-    topology = topology or topology_lib.Topology.local(cfg.device.device,
-                                                       cfg.device.num_devices,
-                                                       cfg.device.local_parameter_device)
+    topology = topology or topology_lib.for_config(cfg)
     images_per_step = batch_size * topology.num_towers
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(cfg.run.tf_random_seed)
         pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes,
                                   info.name)
-        manager = replication.make_variable_manager(cfg.replication, topology, cfg.cluster,
-                                                    cfg.staleness)
+        manager = replication.make_variable_manager(config_lib.all_reduce_replication(cfg),
+                                                    topology, cfg.cluster, cfg.staleness)
         delay_s = (cfg.cluster.straggler_delay_s(topology.task_index, 'compute')
                    if topology.graph_mode == 'between_graph' else 0.0)
         model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
-                                       cfg.model.fuse_batchnorm, is_training=not cfg.run.eval,
+                                       cfg.model.fuse_batchnorm, is_training=cfg.trains,
+                                       dtype=cfg.precision.dtype,
+                                       variable_dtype=cfg.precision.variable_dtype,
                                        delay_s=delay_s, delay_device=topology.input_device)
         summary_op = replica_train_ops = None
-        in_graph_async = topology.graph_mode != 'between_graph' and (
-            not cfg.cluster.cross_replica_sync)
+        in_graph_async = topology.in_graph_async
         if cfg.data.input_only:
             ops = input_only.build_step(pipeline, topology)
             post_init_ops = []
-        elif cfg.run.eval:
-            ops = step.build_eval_step(pipeline, model_fn, manager, topology)
+        elif not cfg.trains:
+            ops = step.build_eval_step(pipeline, model_fn, manager, topology,
+                                       compile_towers=cfg.xla.xla_compile)
             post_init_ops = manager.post_init_ops()
         else:
-            # In a cluster the global step is shared: on the first parameter device.
+            # In a cluster the global step is shared: on the first parameter device; the loss
+            # scale beside it.
             with tf.device(None if topology.graph_mode == 'local' else
                            topology.variable_devices[0]):
                 global_step = tf.train.get_or_create_global_step()
+                scale = _loss_scale(cfg.precision)
             # In-graph async: global_step counts replica updates of batch_size images each.
             rate = optimizers.learning_rate(
                 cfg.optimizer, base_rate, global_step,
                 batch_size if in_graph_async else images_per_step, examples_per_epoch)
             verbosity = cfg.profile.summary_verbosity if cfg.profile.save_summaries_steps else 0
-            optimizer_fn = summaries.summarizing_optimizer_fn(
-                lambda: optimizers.make_optimizer(cfg.optimizer, rate), verbosity)
+            optimizer_fn = lambda: optimizers.make_optimizer(cfg.optimizer, rate)
+            if scale:
+                optimizer_fn = scale.optimizer_fn(optimizer_fn)
+            # Outermost, so the summaries see every gradient, skipped update or not.
+            optimizer_fn = summaries.summarizing_optimizer_fn(optimizer_fn, verbosity)
             step_kwargs = dict(weight_decay=cfg.optimizer.weight_decay,
-                               gradient_clip=cfg.optimizer.gradient_clip)
+                               gradient_clip=cfg.optimizer.gradient_clip, loss_scale=scale,
+                               compile_towers=cfg.xla.xla_compile)
             if in_graph_async:
                 ops, replica_train_ops = async_runner.build_replica_steps(
                     pipeline, model_fn, manager, optimizer_fn, topology, **step_kwargs)
@@ -187,6 +224,8 @@ def build(cfg, topology=None, finalize=True):
         num_cpu_devices=topology.num_towers if cfg.device.device == 'cpu' else 1,
         num_intra_threads=cfg.device.num_intra_threads,
         num_inter_threads=cfg.device.num_inter_threads)
+    if cfg.xla.xla:
+        proto.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
     return Built(graph=graph, ops=ops, saver=saver, init=init, topology=topology,
                  session_config=proto, model_name=spec.name, batch_size=batch_size,
                  image_size=image_size, images_per_step=images_per_step,
@@ -195,14 +234,50 @@ def build(cfg, topology=None, finalize=True):
                  skipped_records=skipped_records)
 
 
+def _loss_scale(precision):
+    """The training graph's LossScale, or None when the loss is not scaled."""
+    if precision.loss_scale is None:
+        return None
+    return loss_scale_lib.LossScale(precision.loss_scale,
+                                    auto=precision.fp16_enable_auto_loss_scale,
+                                    inc_every_n=precision.fp16_inc_loss_scale_every_n)
+
+
+def _eval_config(cfg):
+    """The configuration of the evaluation graph of cfg's evaluations during training."""
+    return dataclasses.replace(
+        cfg, replication=dataclasses.replace(cfg.replication, staged_vars=False,
+                                             variable_consistency='strong'),
+        # --eval's own check wants a checkpoint directory; this graph is restored by hand.
+        run=dataclasses.replace(cfg.run, eval=True, train_dir=os.devnull, result_file=None,
+                                save_model_steps=None, num_epochs=None),
+        profile=config_lib.ProfileConfig(),
+        evaluation=dataclasses.replace(cfg.evaluation, eval_during_training_every_n_steps=None,
+                                       eval_during_training_every_n_epochs=None,
+                                       stop_at_top_1_accuracy=None))
+
+
+def _evaluator(cfg, log):
+    """The `evaluation.DuringTraining` of cfg, or None when it does not evaluate while
+    training."""
+    evaluation_cfg = cfg.evaluation
+    if not evaluation_cfg.during_training:
+        return None
+    every = evaluation_cfg.eval_during_training_every_n_steps or steps_for_epochs(
+        cfg, evaluation_cfg.eval_during_training_every_n_epochs)
+    return evaluation.DuringTraining(
+        build(_eval_config(cfg)), every, evaluation_cfg.num_eval_batches or cfg.run.num_batches,
+        evaluation_cfg.stop_at_top_1_accuracy, log)
+
+
 def run(cfg, log=print, topology=None, target=''):
     """Runs one benchmark.
 
     Args:
-      cfg: a `tfhp.config.BenchmarkConfig` (a cluster task runs through `tfhp.distributed`,
+      cfg: a `tfhp.config.BenchmarkConfig` (a cluster task runs through `tfhp.cluster.roles`,
         which calls this for the in-graph client).
       log: called with each line to print.
-      topology, target: the in-graph client of a cluster (`tfhp.distributed`) passes its
+      topology, target: the in-graph client of a cluster (`tfhp.cluster.client`) passes its
         cluster-wide topology and its server's session target.
     Returns:
       The result dict (the JSON line appended to cfg.run.result_file, if set).
@@ -213,27 +288,67 @@ def run(cfg, log=print, topology=None, target=''):
     """
     # Before any work: an unwritable --train_dir would otherwise fail at the final save.
     config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
+    cfg = resolve_epochs(cfg)
     try:
         return _run_local(cfg, log, topology, target)
     except tf.errors.OpError as e:
         corrupt = data_errors.describe_corrupt_input(
-            cfg.data, e, 'validation' if cfg.run.eval else 'train', data_set(cfg))
+            cfg.data, e, 'train' if cfg.trains else 'validation', data_set(cfg))
         if corrupt:
             raise config_lib.ConfigError(corrupt) from e
         raise
 
 
+def _run_mode(sess, built, cfg, log, evaluator):
+    """Runs cfg's mode on an initialised session; returns (StepTimes, extra figures)."""
+    mode = results.mode(cfg)
+    if mode == 'input_only':
+        return loops.run_input_only(sess, built.ops, cfg.run)
+    if mode in ('eval', 'forward_only'):
+        session_lib.warm_up(sess, built.ops.warmup_ops)
+        if mode == 'eval':
+            return loops.run_eval(sess, built.ops,
+                                  cfg.evaluation.num_eval_batches or cfg.run.num_batches, log)
+        return loops.run_eval(sess, built.ops, cfg.run.num_batches, log,
+                              num_warmup=cfg.run.num_warmup_batches, accuracy=False)
+    if built.replica_train_ops:
+        return loops.run_async(sess, built, cfg.run, log, cfg.staleness.async_warmup_steps)
+    return loops.run_train(sess, built, cfg, log, evaluator)
+
+
+def _counters(sess, built, log):
+    """The figures the manager and the input pipeline counted during the run."""
+    extra = {}
+    counters = built.manager.counters()
+    if counters:
+        extra.update(counts.values(sess.run(counters)))
+    if counts.COUNT in extra:
+        extra.update(counts.summary(extra))
+        log('gradient staleness: mean %.2f, max %d over %d updates; %d dropped' % tuple(
+            extra[k] for k in ('staleness_mean', 'staleness_max', 'staleness_count',
+                               'stale_gradients_dropped')))
+    if built.skipped_records is not None:
+        extra['skipped_records'] = int(sess.run(built.skipped_records))
+        log('Skipped corrupt records: %d' % extra['skipped_records'])
+    return extra
+
+
 def _run_local(cfg, log, topology, target):
     built = build(cfg, topology)
-    ops, saver = built.ops, built.saver
-    batch_size, image_size, topology = built.batch_size, built.image_size, built.topology
-    images_per_step, num_params = built.images_per_step, built.num_params
-    log('Model: %s  batch size per device: %d  devices: %d  data format: %s  '
-        'trainable parameters: %d' % (built.model_name, batch_size, topology.num_towers,
-                                       cfg.model.data_format, num_params))
-    with tf.Session(target, graph=built.graph, config=built.session_config) as sess:
+    log('Model: %s  batch size per device: %d  devices: %d  data format: %s  compute dtype: '
+        '%s  trainable parameters: %d' % (built.model_name, built.batch_size,
+                                           built.topology.num_towers, cfg.model.data_format,
+                                           cfg.precision.dtype, built.num_params))
+    if cfg.profile.graph_file:
+        log('Wrote the graph to %s' % graphs.write_graph(built.graph, cfg.profile.graph_file))
+    evaluator = _evaluator(cfg, log)
+    with contextlib.ExitStack() as stack:
+        if evaluator:
+            stack.enter_context(evaluator)
+        sess = stack.enter_context(tf.Session(target, graph=built.graph,
+                                              config=built.session_config))
         sess.run(built.init)
-        restored = session_lib.restore_latest(sess, saver, cfg.run.train_dir)
+        restored = session_lib.restore_latest(sess, built.saver, cfg.run.train_dir)
         if restored:
             log('Restored %s' % restored)
         elif cfg.run.eval:
@@ -241,165 +356,13 @@ def _run_local(cfg, log, topology, target):
                                          % cfg.run.train_dir)
         # After a restore too: it fills tower 0's copies only, and staged reads need priming.
         sess.run(built.post_init_ops)
-        if cfg.data.input_only:
-            times, extra = _run_input_only(sess, ops, cfg.run)
-        elif cfg.run.eval:
-            times, extra = _run_eval(sess, ops, cfg.run, log)
-        elif built.replica_train_ops:
-            times, extra = _run_async(sess, built, cfg.run, saver, log,
-                                      cfg.staleness.async_warmup_steps)
-        else:
-            times, extra = _run_train(sess, ops, cfg, images_per_step, saver, log,
-                                      built.summary_op)
-        # Counts the manager keeps (gradient staleness); its tensors exist already.
-        counters = built.manager.counters()
-        if counters:
-            extra.update(counts.values(sess.run(counters)))
-        if counts.COUNT in extra:
-            extra.update(counts.summary(extra))
-            log('gradient staleness: mean %.2f, max %d over %d updates; %d dropped' % tuple(
-                extra[k] for k in ('staleness_mean', 'staleness_max', 'staleness_count',
-                                   'stale_gradients_dropped')))
-        if built.skipped_records is not None:
-            extra['skipped_records'] = int(sess.run(built.skipped_records))
-            log('Skipped corrupt records: %d' % extra['skipped_records'])
-
-    summary = times.summary()
-    spread = summary['images_per_sec_spread']
-    step_ms = summary['step_time_ms']
-    log('-' * 64)
-    log('total images/sec: %.2f (per step: mean %.2f std %.2f p50 %.2f p90 %.2f)' % (
-        summary['images_per_sec'], spread['mean'], spread['std'], spread['p50'], spread['p90']))
-    log('step_time_ms: mean %.2f p50 %.2f p90 %.2f' % (step_ms['mean'], step_ms['p50'],
-                                                       step_ms['p90']))
-    log('-' * 64)
-    result = dict(summary, **extra)
-    result.update({
-        'mode': ('input_only' if cfg.data.input_only else 'eval' if cfg.run.eval else
-                 'train'),
-        'model': built.model_name,
-        'batch_size': batch_size,
-        'global_batch_size': images_per_step,
-        'image_size': image_size,
-        'num_devices': topology.num_towers,
-        'num_params': num_params,
-        'config': cfg.to_dict(),
-        'tfhp_version': tfhp.__version__,
-        'tf_version': tf.__version__,
-        'host': platform.node(),
-        'time': time.strftime('%Y-%m-%dT%H:%M:%S'),
-    })
-    if cfg.run.result_file:
-        timing.append_json(cfg.run.result_file, result)
-    return result
+        times, extra = _run_mode(sess, built, cfg, log, evaluator)
+        extra.update(_counters(sess, built, log))
+    return _result(cfg, built, times, extra, log)
 
 
-def _run_train(sess, ops, cfg, images_per_step, saver, log, summary_op):
-    run_cfg, profile = cfg.run, cfg.profile
-    session_lib.warm_up(sess, ops.warmup_ops)
-    fetches = {'loss': ops.loss}
-    if run_cfg.print_training_accuracy:
-        fetches.update(top1=ops.top1, top5=ops.top5)
-
-    def on_interval(index, durations, values):
-        log(_format_interval(index, durations, values, images_per_step, run_cfg.display_every))
-
-    observers = [session_lib.Observer(run_cfg.display_every, fetches, on_interval)]
-    writer = None
-    if summary_op is not None:
-        writer = tf.summary.FileWriter(run_cfg.train_dir, sess.graph)
-        observers.append(summaries.observer(summary_op, ops.global_step, writer,
-                                            profile.save_summaries_steps, images_per_step))
-    on_trace = (capture.trace_writer(profile.trace_file, profile.trace_memory, log)
-                if profile.trace_file else None)
-    # Every fetch signature of the timed loop is run once here: the first run of a new
-    # signature builds its executor, which must not be charged to a timed step.
-    signatures = session_lib.step_fetches(ops.train_op, observers)
-    for i in range(run_cfg.num_warmup_batches):
-        sess.run(signatures[i + 1] if i + 1 < len(signatures) else ops.train_op)
-
-    # Checkpoints between chunks of steps, so their writing is not charged to any step.
-    chunk = run_cfg.save_model_steps or run_cfg.num_batches
-    parts, done, saved = [], 0, []
-    while done < run_cfg.num_batches:
-        count = min(chunk, run_cfg.num_batches - done)
-        parts.append(session_lib.run_steps(
-            sess, ops.train_op, count, images_per_step, observers, first_step=done + 1,
-            trace_step=profile.trace_step if on_trace else None, on_trace=on_trace))
-        done += count
-        if run_cfg.train_dir:
-            saved.append(_save(sess, saver, run_cfg.train_dir, ops.global_step, parts, log))
-    if writer is not None:
-        writer.close()
-    final = sess.run(fetches)
-    extra = {'final_loss': float(final['loss']), 'global_step': int(sess.run(ops.global_step)),
-             'checkpoints': saved}
-    if run_cfg.print_training_accuracy:
-        extra.update(train_top1=float(final['top1']), train_top5=float(final['top5']))
-    return timing.StepTimes.concat(parts), extra
-
-
-def _run_input_only(sess, ops, run_cfg):
-    """Times the input pipeline alone: batches delivered to every tower, no model."""
-    session_lib.warm_up(sess, ops.warmup_ops)
-    for _ in range(run_cfg.num_warmup_batches):
-        sess.run(ops.train_op)
-    return session_lib.run_steps(sess, ops.train_op, run_cfg.num_batches,
-                                 ops.images_per_step), {}
-
-
-def _save(sess, saver, train_dir, global_step, parts, log):
-    """Writes a checkpoint; returns [its global step, timed seconds of the `parts` so far]."""
-    log('Saved %s' % session_lib.save(sess, saver, train_dir, global_step))
-    return [int(sess.run(global_step)), sum(p.wall_time for p in parts)]
-
-
-def _run_async(sess, built, run_cfg, saver, log, solo_steps):
-    """In-graph asynchronous training: every replica steps in its own thread, after replica 0
-    trained alone for `solo_steps` timed steps (--async_warmup_steps). Checkpoints are
-    written between chunks of --save_model_steps steps per replica."""
-    ops = built.ops
-    session_lib.warm_up(sess, ops.warmup_ops)
-    parts = [async_runner.run_replicas(sess, built.replica_train_ops[:1], solo_steps,
-                                       built.batch_size)[0]] if solo_steps else []
-    chunk = run_cfg.save_model_steps or run_cfg.num_batches
-    chunks, saved, done = [], [], 0
-    while done < run_cfg.num_batches:
-        count = min(chunk, run_cfg.num_batches - done)
-        chunks.append(async_runner.run_replicas(
-            sess, built.replica_train_ops, count, built.batch_size,
-            num_warmup=0 if done else run_cfg.num_warmup_batches))
-        parts.append(chunks[-1][0])
-        done += count
-        if run_cfg.train_dir:
-            saved.append(_save(sess, saver, run_cfg.train_dir, ops.global_step, parts, log))
-    per_replica = [timing.StepTimes.concat(r) for r in zip(*[c[1] for c in chunks])]
-    for t, replica in enumerate(per_replica):
-        log('replica %d: %d steps  images/sec: %.1f' % (t, replica.num_steps,
-                                                        replica.images_per_sec))
-    extra = {'final_loss': float(sess.run(ops.loss)),
-             'global_step': int(sess.run(ops.global_step)), 'checkpoints': saved,
-             'replica_steps': [r.num_steps for r in per_replica],
-             'replica_images_per_sec': [r.images_per_sec for r in per_replica]}
-    return timing.StepTimes.concat(parts), extra
-
-
-def _run_eval(sess, ops, run_cfg, log):
-    session_lib.warm_up(sess, ops.warmup_ops)
-    counts = {'top1': 0.0, 'top5': 0.0}
-    fetches = [ops.top1_correct, ops.top5_correct, ops.put_ops]
-    durations = []
-    start = time.perf_counter()
-    for _ in range(run_cfg.num_batches):
-        begin = time.perf_counter()
-        top1, top5, _ = sess.run(fetches)
-        durations.append(time.perf_counter() - begin)
-        counts['top1'] += top1
-        counts['top5'] += top5
-    times = timing.StepTimes(durations, time.perf_counter() - start, ops.num_images)
-    total = ops.num_images * run_cfg.num_batches
-    extra = {'top_1_accuracy': counts['top1'] / total, 'top_5_accuracy': counts['top5'] / total,
-             'global_step': int(sess.run(tf.train.get_global_step(sess.graph)))}
-    log('Accuracy @ 1 = %.4f Accuracy @ 5 = %.4f [%d examples]'
-        % (extra['top_1_accuracy'], extra['top_5_accuracy'], total))
-    return times, extra
+def _result(cfg, built, times, extra, log):
+    """Logs the figures and returns the result record (appended to --result_file, if set)."""
+    result = results.record(cfg, built, times, extra)
+    results.log_figures(result, log)
+    return results.write(cfg, result)

@@ -20,7 +20,7 @@ from tfhp.cluster import errors as cluster_errors
 FLAGS = flags.FLAGS
 
 # Model.
-flags.DEFINE_string('model', 'trivial', 'Model name (see README for the list).')
+flags.DEFINE_string('model', 'trivial', 'Model name (docs/training.md lists them).')
 flags.DEFINE_integer('batch_size', None, 'Batch size per device; default: the model\'s.')
 flags.DEFINE_integer('image_size', None, 'Square input image size; default: the model\'s.')
 flags.DEFINE_integer('num_classes', 1000, 'Number of classes of synthetic data standing in '
@@ -31,6 +31,7 @@ flags.DEFINE_boolean('fuse_batchnorm', True,
 # Optimizer.
 flags.DEFINE_enum('optimizer', 'sgd', config_lib.OPTIMIZERS, 'Optimizer.')
 flags.DEFINE_float('learning_rate', None, 'Base learning rate; default: the model\'s.')
+flags.DEFINE_alias('init_learning_rate', 'learning_rate')
 flags.DEFINE_float('momentum', 0.9, 'Momentum for momentum and rmsprop.')
 flags.DEFINE_float('rmsprop_decay', 0.9, 'RMSProp decay.')
 flags.DEFINE_float('rmsprop_epsilon', 1.0, 'RMSProp epsilon.')
@@ -41,10 +42,16 @@ flags.DEFINE_float('weight_decay', 4e-5, 'L2 weight decay (weights only).')
 flags.DEFINE_float('gradient_clip', None, 'Clip each gradient to [-clip, clip].')
 flags.DEFINE_string('piecewise_learning_rate_schedule', '',
                     '"r0;e1;r1;e2;r2": rate r0 until epoch e1, then r1, ...')
+flags.DEFINE_float('num_epochs_per_decay', 0.0, 'Multiply the rate by '
+                   '--learning_rate_decay_factor every this many epochs; 0: no decay.')
+flags.DEFINE_float('learning_rate_decay_factor', 0.0, 'See --num_epochs_per_decay.')
+flags.DEFINE_float('minimum_learning_rate', 0.0, 'The decayed rate never goes below this.')
 flags.DEFINE_float('num_learning_rate_warmup_epochs', 0.0,
                    'Linear learning-rate warm-up from 0 over this many epochs.')
 flags.DEFINE_integer('learning_rate_base_batch_size', 0,
                      'If > 0, linear scaling rule: rate *= global batch / this.')
+flags.DEFINE_float('resnet_base_lr', None, 'ResNets: the default rate at 256 images per '
+                   'device (rate = this * batch / 256).')
 # Devices.
 flags.DEFINE_enum('device', 'cpu', config_lib.DEVICES, 'Device kind of the towers.')
 flags.DEFINE_integer('num_devices', 1, 'Towers in this process (virtual devices on CPU).')
@@ -52,6 +59,30 @@ flags.DEFINE_enum('local_parameter_device', 'cpu', config_lib.DEVICES,
                   'Where parameter-server variables live in this process.')
 flags.DEFINE_integer('num_intra_threads', 0, 'Intra-op thread pool size (0: TF decides).')
 flags.DEFINE_integer('num_inter_threads', 0, 'Inter-op thread pool size (0: TF decides).')
+flags.DEFINE_boolean('mkl', False, 'Export the Intel OpenMP settings (--kmp_*) before '
+                     'TensorFlow starts.')
+flags.DEFINE_integer('kmp_blocktime', config_lib.KMP_DEFAULTS['kmp_blocktime'],
+                     'KMP_BLOCKTIME (with --mkl).')
+flags.DEFINE_integer('kmp_settings', config_lib.KMP_DEFAULTS['kmp_settings'],
+                     'KMP_SETTINGS (with --mkl).')
+flags.DEFINE_string('kmp_affinity', config_lib.KMP_DEFAULTS['kmp_affinity'],
+                    'KMP_AFFINITY (with --mkl).')
+# Precision (tfhp.loss_scale, tfhp.models.layers): tf_cnn_benchmarks' float16 flags, bfloat16.
+flags.DEFINE_boolean('use_fp16', False, 'Compute in float16 (float32 master variables).')
+flags.DEFINE_enum('compute_dtype', 'float32', config_lib.COMPUTE_DTYPES,
+                  'The dtype towers compute in (float32 master variables).')
+flags.DEFINE_float('fp16_loss_scale', None, 'float16: loss scale (default 128; 1: none).')
+flags.DEFINE_boolean('fp16_enable_auto_loss_scale', False, 'float16: adjust the loss scale '
+                     'from the gradients; skip steps whose gradients are not finite.')
+flags.DEFINE_integer('fp16_inc_loss_scale_every_n', 1000, 'float16, automatic scale: double '
+                     'it after this many finite steps in a row.')
+flags.DEFINE_boolean('fp16_vars', False, 'float16: store the variables in float16 too.')
+flags.DEFINE_boolean('compact_gradient_transfer', True, 'float16: all-reduce gradients in '
+                     'float16.')
+# XLA.
+flags.DEFINE_boolean('xla_compile', False, 'Compile each tower\'s forward and backward pass '
+                     'with XLA.')
+flags.DEFINE_boolean('xla', False, 'XLA auto-clustering (the session\'s global JIT level).')
 # Replication.
 flags.DEFINE_enum('variable_update', 'parameter_server', config_lib.VARIABLE_UPDATES,
                   'How variables are placed and gradients aggregated.')
@@ -71,14 +102,27 @@ flags.DEFINE_enum('gradient_transfer_dtype', 'float32', config_lib.TRANSFER_DTYP
                   'Cast gradients to this dtype for the all-reduce.')
 flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables through staging '
                      'areas (weights one step old).')
+flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,
+                  'relaxed: weights read one update behind (parameter_server\'s staged reads).')
 # Run.
 flags.DEFINE_integer('num_batches', 100, 'Timed steps.')
+flags.DEFINE_float('num_epochs', None, 'Train this many epochs instead of --num_batches.')
 flags.DEFINE_integer('num_warmup_batches', 10, 'Untimed steps before timing.')
 flags.DEFINE_integer('display_every', 10, 'Print progress every this many steps.')
 flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of every random op.')
 flags.DEFINE_string('train_dir', None, 'Checkpoint directory; a run resumes from it.')
 flags.DEFINE_integer('save_model_steps', None, 'Also checkpoint every this many steps.')
 flags.DEFINE_boolean('eval', False, 'Evaluate the checkpoint in --train_dir (top-1/top-5).')
+flags.DEFINE_boolean('forward_only', False, 'Time inference: the forward pass alone.')
+flags.DEFINE_integer('eval_during_training_every_n_steps', None, 'Evaluate every this many '
+                     'training steps.')
+flags.DEFINE_float('eval_during_training_every_n_epochs', None, 'Evaluate every this many '
+                   'training epochs.')
+flags.DEFINE_integer('num_eval_batches', None, 'Evaluation steps (default: --num_batches).')
+flags.DEFINE_integer('eval_batch_size', None, 'Evaluation batch per device (default: '
+                     '--batch_size).')
+flags.DEFINE_float('stop_at_top_1_accuracy', None, 'Stop training once an evaluation reaches '
+                   'this top-1 accuracy.')
 flags.DEFINE_boolean('print_training_accuracy', False, 'Print training top-1/top-5.')
 flags.DEFINE_string('result_file', None, 'Append one JSON line per run to this file.')
 flags.DEFINE_integer('max_ckpts_to_keep', 3, 'Checkpoints kept in --train_dir; 0 keeps all.')
@@ -87,6 +131,14 @@ flags.DEFINE_string('trace_file', None, 'Write a Chrome trace of one training st
                     'its RunMetadata, for `python -m tfhp.trace`, beside it).')
 flags.DEFINE_integer('trace_step', 1, 'Trace before this timed step (an extra, untimed step).')
 flags.DEFINE_boolean('trace_memory', False, 'Show tensor memory in the Chrome trace.')
+flags.DEFINE_boolean('use_chrome_trace_format', True, 'false: --trace_file gets the step\'s '
+                     'StepStats (text proto) instead of a Chrome trace.')
+flags.DEFINE_string('tfprof_file', None, 'Profile %d extra steps with tfprof; write its '
+                    'ProfileProto here.' % config_lib.PROFILED_STEPS)
+flags.DEFINE_string('graph_file', None, 'Write the GraphDef here (text if the name ends in '
+                    'txt).')
+flags.DEFINE_string('partitioned_graph_file_prefix', None, 'Write each device\'s partitioned '
+                    'graph to <prefix><device>.')
 flags.DEFINE_integer('summary_verbosity', 1, '0 none, 1 loss/learning rate/images per sec, '
                      '2 also gradient norms, 3 also gradient histograms.')
 flags.DEFINE_integer('save_summaries_steps', 0, 'Write summaries to --train_dir every this '
@@ -131,19 +183,27 @@ flags.DEFINE_boolean('use_datasets', False, 'Read through tf.data instead of Rec
 flags.DEFINE_integer('datasets_num_private_threads', 0,
                      'tf.data private thread pool size; 0: the shared pool.')
 flags.DEFINE_integer('datasets_prefetch_buffer_size', 1, 'Batches tf.data prefetches.')
+flags.DEFINE_boolean('datasets_use_caching', False, 'tf.data keeps the encoded records in '
+                     'memory after the first epoch.')
+flags.DEFINE_boolean('datasets_repeat_cached_sample', False, 'tf.data repeats one record '
+                     'forever (input at memory speed).')
 flags.DEFINE_integer('record_input_parallelism', 16, 'RecordInput reader threads.')
 flags.DEFINE_integer('record_input_buffer_size', 10000, 'RecordInput shuffle buffer (records).')
 flags.DEFINE_float('record_input_shift_ratio', 0.0, 'Fraction of the file list RecordInput '
                    'readers skip at the start (workers: task / num_workers).')
-flags.DEFINE_boolean('distortions', True, 'Random crop and flip of training images.')
-flags.DEFINE_boolean('distort_color', False, 'Random colour distortion of training images.')
+flags.DEFINE_boolean('distortions', False, 'Optional training distortions: colour '
+                     '(ImageNet-format data), pad-4 crop and flip (CIFAR-10).')
+flags.DEFINE_boolean('random_crop_flip', True, 'ImageNet-format training images: random '
+                     'crop and flip; false: the whole image.')
 flags.DEFINE_boolean('staged_input', True, 'Software-pipeline input and compute through '
                      'staging areas; false: read, preprocess, compute in sequence.')
 flags.DEFINE_boolean('skip_corrupt_records', False, 'Skip and count records that do not parse '
                      'or decode instead of failing.')
 flags.DEFINE_boolean('input_only', False, 'Time the input pipeline alone, without a model.')
 flags.DEFINE_enum('image_dtype', 'float32', config_lib.IMAGE_DTYPES, 'Dtype of the images '
-                  'staged onto the devices; the model casts them to float32.')
+                  'staged onto the devices; the model casts them to its compute dtype.')
+flags.DEFINE_integer('batch_group_size', 1, 'tf_cnn_benchmarks\' batches per input '
+                     'producer run; only 1.')
 # Gradient staleness (tfhp.replication.staleness): always measured in asynchronous training;
 # the remedies apply to it (--cross_replica_sync=false).
 flags.DEFINE_boolean('measure_staleness', False, 'Also measure gradient staleness in '
@@ -187,6 +247,9 @@ def config_from_flags(values, tf_config=''):
       values: parsed flags.
       tf_config: the TF_CONFIG environment variable's value; used when --job_name is empty.
     """
+    if values.num_epochs is not None and values['num_batches'].present:
+        raise config_lib.ConfigError('--num_epochs and --num_batches both set the length of '
+                                     'the run; use one')
     return config_lib.BenchmarkConfig(
         model=_section(config_lib.ModelConfig, values, name=values.model),
         optimizer=_section(config_lib.OptimizerConfig, values),
@@ -196,7 +259,35 @@ def config_from_flags(values, tf_config=''):
         profile=_section(config_lib.ProfileConfig, values),
         cluster=_cluster_config(values, tf_config),
         data=_section(config_lib.DataConfig, values),
-        staleness=_section(config_lib.StalenessConfig, values))
+        staleness=_section(config_lib.StalenessConfig, values),
+        precision=_section(config_lib.PrecisionConfig, values),
+        xla=_section(config_lib.XlaConfig, values),
+        evaluation=_section(config_lib.EvalConfig, values))
+
+
+def runtime_environment(cfg, environ):
+    """The environment variables TensorFlow reads once, when it starts, for `cfg`.
+
+    --mkl exports the Intel OpenMP settings (tf_cnn_benchmarks' meaning). --xla makes every
+    session of this process auto-cluster (TF_XLA_FLAGS --tf_xla_auto_jit=1, which reaches the
+    sessions a cluster task makes too) and lets the CPU do so (--tf_xla_cpu_global_jit; without
+    it TensorFlow auto-clusters on GPUs only).
+
+    Args:
+      cfg: the BenchmarkConfig.
+      environ: the current environment (read only).
+    Returns:
+      {variable: value} to set before TensorFlow is imported.
+    """
+    variables = cfg.device.openmp_environment()
+    if cfg.xla.xla:
+        wanted = ['--tf_xla_auto_jit=1'] + (['--tf_xla_cpu_global_jit'] if
+                                            cfg.device.device == 'cpu' else [])
+        present = environ.get('TF_XLA_FLAGS', '').split()
+        missing = [flag for flag in wanted if flag not in present]
+        if missing:
+            variables['TF_XLA_FLAGS'] = ' '.join(present + missing)
+    return variables
 
 
 def _is_cluster_task():
@@ -218,6 +309,7 @@ def main(argv):
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
+    os.environ.update(runtime_environment(cfg, os.environ))
     stop = None
     if cfg.cluster.enabled:
         # Before TensorFlow starts any thread: they must inherit the blocked stop signals.
@@ -226,12 +318,14 @@ def main(argv):
     # TensorFlow is imported only once the flags and output paths are known to be valid.
     from tfhp import compat  # pylint: disable=g-import-not-at-top
     compat.enable_graph_mode()
+    from tfhp import benchmark  # pylint: disable=g-import-not-at-top
     try:
+        # Cluster tasks read --num_batches too: --num_epochs is resolved for every task here.
+        cfg = benchmark.resolve_epochs(cfg)
         if cfg.cluster.enabled:
-            from tfhp import distributed  # pylint: disable=g-import-not-at-top
-            result = distributed.run(cfg, stop=stop)
+            from tfhp.cluster import roles  # pylint: disable=g-import-not-at-top
+            result = roles.run(cfg, stop=stop)
         else:
-            from tfhp import benchmark  # pylint: disable=g-import-not-at-top
             result = benchmark.run(cfg)
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)

@@ -30,8 +30,8 @@ import threading
 import time
 
 from tfhp import config as config_lib
-from tfhp import counts
 from tfhp import timing
+from tfhp.cluster import figures
 from tfhp.cluster import links
 
 # Slack on the tasks' own bounds for starting and ending a process (importing TensorFlow).
@@ -137,10 +137,6 @@ def describe_status(code):
     return 'exit status %d' % code
 
 
-def _name(task):
-    return '%s %d' % task
-
-
 def _end_tasks(processes, grace_s):
     """SIGTERM every running task (a graceful stop), then SIGKILL those still running after
     grace_s; returns the tasks that had to be killed."""
@@ -225,8 +221,8 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None):
                 proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True, env=env)
                 processes[task] = proc
-                say('started %s: pid %d' % (_name(task), proc.pid))
-                pump = threading.Thread(target=_pump, args=(_name(task), proc.stdout, out, lock),
+                say('started %s: pid %d' % (figures.task_name(task), proc.pid))
+                pump = threading.Thread(target=_pump, args=(figures.task_name(task), proc.stdout, out, lock),
                                         daemon=True)
                 pump.start()
                 pumps.append(pump)
@@ -238,7 +234,7 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None):
             if signals.signum:
                 status = 128 + signals.signum
                 say('%s: stopped %s' % (signal.Signals(signals.signum).name, ', '.join(
-                    '%s (%s%s)' % (_name(t), describe_status(processes[t].returncode),
+                    '%s (%s%s)' % (figures.task_name(t), describe_status(processes[t].returncode),
                                    ', after %g s' % stop_s if t in killed else '')
                     for t in running) or 'no running task'))
             for pump in pumps:
@@ -268,10 +264,10 @@ def _watch(processes, timeout_s, serve_grace_s, keep_going, say, signals):
                 named.add(task)
                 if keep_going and task not in essential:
                     say('%s ended (%s); the job goes on without it (--keep_going)'
-                        % (_name(task), describe_status(codes[task])))
+                        % (figures.task_name(task), describe_status(codes[task])))
         if failed and (not keep_going or any(t in essential for t in failed)):
             task = next(t for t in failed if not keep_going or t in essential)
-            say('%s failed (%s); ending the job' % (_name(task), describe_status(codes[task])))
+            say('%s failed (%s); ending the job' % (figures.task_name(task), describe_status(codes[task])))
             return 1
         if all(codes[t] is not None for t in clients):
             clients_done_at = clients_done_at or time.monotonic()
@@ -279,92 +275,13 @@ def _watch(processes, timeout_s, serve_grace_s, keep_going, say, signals):
                 return 1 if failed else 0
             if time.monotonic() - clients_done_at > serve_grace_s:
                 say('%s did not exit within %g s of the last worker (their --peer_timeout_s + '
-                    '%g s); ending them' % (', '.join(_name(t) for t, c in codes.items()
+                    '%g s); ending them' % (', '.join(figures.task_name(t) for t, c in codes.items()
                                                        if c is None), serve_grace_s, _MARGIN_S))
                 return 1
         if time.monotonic() > deadline:
             say('the job did not end within --timeout_s=%g; ending it' % timeout_s)
             return 1
         time.sleep(0.05)
-
-
-def union_length(intervals):
-    """Total length of the union of (begin, end) intervals."""
-    total, reach = 0.0, None
-    for begin, end in sorted(intervals):
-        if reach is None or begin > reach:
-            total += end - begin
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
-
-
-# Per-task figures the summary copies from each worker's result when present.
-_TASK_FIELDS = ('num_steps', 'images', 'images_per_sec', 'dropped_gradients', 'dropped_images',
-                'warmup_steps', 'warmup_dropped_gradients', 'warmup_dropped_images',
-                'session_start_time',
-                'session_ready_time', 'variables_checksum', 'variable_bytes_by_device',
-                'global_step', 'stopped_by')
-
-
-def cluster_summary(results, launch_times):
-    """The job's figures from the workers' (or the in-graph client's) result dicts.
-
-    Per worker: its timed steps and images, its own images/sec, dropped gradients and images
-    of its timed steps and of its warm-up, and the staleness of its timed updates. For the job:
-      cluster_images_per_sec: every worker's timed images over the union of the workers' timed
-        windows (first timed step's start to last one's end): never above the sum of the
-        workers' own rates (each window is within the union), equal to it for workers timing
-        over the same window;
-      applied_images_per_sec: the images of the gradients applied (timed steps less dropped
-        late or stale gradients) over the same union;
-      worker_images_per_sec: the workers' own rates; staleness over every timed update.
-
-    Args:
-      results: {(job, index): result dict written by tfhp.distributed or tfhp.benchmark}.
-      launch_times: {(job, index): epoch seconds the task was started}.
-    Returns:
-      A JSON-ready dict.
-    """
-    tasks = []
-    for (job, index), r in sorted(results.items()):
-        entry = {'task': '%s %d' % (job, index)}
-        entry.update({k: r[k] for k in _TASK_FIELDS if k in r})
-        entry.update(counts.summary(r))
-        entry.setdefault('dropped_gradients', 0)
-        entry.setdefault('dropped_images', 0)
-        if r.get('first_step_time'):
-            entry['start_to_first_step_s'] = r['first_step_time'] - launch_times[(job, index)]
-        if r.get('session_ready_time'):
-            entry['start_to_session_s'] = r['session_ready_time'] - launch_times[(job, index)]
-        tasks.append(entry)
-    summary = {'tasks': tasks,
-               'worker_images_per_sec': {t['task']: t.get('images_per_sec') for t in tasks}}
-    for name in ('dropped_gradients', 'dropped_images', 'warmup_dropped_gradients',
-                 'warmup_dropped_images', 'stale_gradients_dropped'):
-        summary[name] = sum(t.get(name, 0) for t in tasks)
-    timed = [r for r in results.values() if r.get('end_times')]
-    if timed and all('timed_start_time' in r for r in timed):
-        window = union_length([(r['timed_start_time'], r['end_times'][-1]) for r in timed])
-        images = sum(r['images_per_step'] * len(r['end_times']) for r in timed)
-        applied = sum(r['images_per_step'] * (len(r['end_times']) - r.get('dropped_gradients', 0)
-                                              - r.get('stale_gradients_dropped', 0))
-                      for r in timed)
-        summary.update(timed_window_s=window, timed_images=images,
-                       cluster_images_per_sec=images / window if window > 0 else 0.0,
-                       applied_images_per_sec=applied / window if window > 0 else 0.0)
-    else:
-        # The in-graph client's one result: its own figure.
-        summary['cluster_images_per_sec'] = sum(r.get('images_per_sec') or 0.0
-                                                for r in results.values())
-    summary.update(counts.summary(list(results.values())))
-    chief = results.get(('worker', 0)) or results.get(('controller', 0)) or {}
-    summary['global_steps_per_sec'] = chief.get('global_steps_per_sec')
-    summary['global_step'] = chief.get('global_step')
-    summary['start_global_step'] = chief.get('start_global_step')
-    return summary
 
 
 def read_results(result_dir, tasks):
@@ -422,35 +339,6 @@ def _network(tasks, link_bandwidth, ps_link_bandwidth):
     return links.EmulatedNetwork(tasks, rate, {t: ps_rate for t in tasks if t[0] == 'ps'})
 
 
-def link_report(network, tasks, results):
-    """Per task: its NIC's rate, the bytes on its link each way (per step of its own: a ps
-    task's are the job's global steps), and the least time per global step they take at that
-    rate; for the job, the largest of those: no global step can be faster (`comm_bound_ms`).
-
-    The bytes include start-up (variable initialisation, session set-up), so over few steps the
-    per-step figures are high.
-    """
-    chief = results.get(('worker', 0), {})
-    global_steps = chief.get('global_step', 0) - chief.get('start_global_step', 0)
-    report = {}
-    for task in tasks:
-        up, down = network.shaped_bytes(task)
-        result = results.get(task, {})
-        steps = (result.get('warmup_steps', 0) + result.get('num_steps', 0)
-                 if task[0] != 'ps' else global_steps)
-        rate = network.rate_bps(task)
-        entry = {'link_bps': rate, 'bytes_sent': up, 'bytes_received': down, 'steps': steps}
-        if steps:
-            entry.update(bytes_sent_per_step=up / steps, bytes_received_per_step=down / steps)
-        if global_steps:
-            entry['comm_bound_ms'] = 1000.0 * 8 * max(up, down) / global_steps / rate
-        report[_name(task)] = entry
-    bounds = [e['comm_bound_ms'] for e in report.values() if 'comm_bound_ms' in e]
-    rate = chief.get('global_steps_per_sec')
-    return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None,
-            'global_step_ms': 1000.0 / rate if rate else None}
-
-
 def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
                controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None):
     """Runs a whole job on this machine and returns its summary (`cluster_summary`).
@@ -465,8 +353,8 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
       out: where task output goes (default: sys.stdout).
     Returns:
-      (summary, results): the summary, with 'status' (see `run_job`), 'wall_time_s',
-      'exit_codes' and, on links, 'links' (`link_report`); and {(job, index): result dict} of
+      (summary, results): the summary (`figures.cluster_summary`), with 'status' (see
+      `run_job`), 'wall_time_s', 'exit_codes' and, on links, 'links' (`figures.link_report`); and {(job, index): result dict} of
       every worker (and controller) that wrote one.
     Raises:
       ValueError: a flag the launcher sets in tfhp_args, a bad rate, or links this machine
@@ -488,16 +376,16 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
                                                   keep_going=keep_going, out=out,
                                                   bounds=task_bounds(tfhp_args))
             results = read_results(result_dir, [t for t in commands if t[0] != 'ps'])
-            summary = cluster_summary(results, launch_times)
+            summary = figures.cluster_summary(results, launch_times)
             if network:
-                summary['links'] = link_report(network, tasks, results)
+                summary['links'] = figures.link_report(network, tasks, results)
     finally:
         if network:
             network.close()
         shutil.rmtree(result_dir, ignore_errors=True)
     summary.update(status=status, wall_time_s=time.time() - start, num_ps=num_ps,
                    num_workers=num_workers, tfhp_args=list(tfhp_args),
-                   exit_codes={_name(t): c for t, c in codes.items()})
+                   exit_codes={figures.task_name(t): c for t, c in codes.items()})
     return summary, results
 
 

@@ -1,4 +1,5 @@
-"""Optimizers and learning-rate schedules (piecewise constant, linear warm-up, linear scaling)."""
+"""Optimizers and learning-rate schedules (piecewise constant, exponential decay, linear warm-up,
+linear scaling)."""
 import tensorflow.compat.v1 as tf
 
 from tfhp import config as config_lib
@@ -26,6 +27,13 @@ def learning_rate(optimizer_config, base_rate, global_step, global_batch_size,
                 cfg.piecewise_learning_rate_schedule)
             boundaries = [int(b * steps_per_epoch) for b in boundaries]
             rate = tf.train.piecewise_constant(global_step, boundaries, rates)
+        elif cfg.decays:
+            # tf_cnn_benchmarks' decay: a staircase, base * factor^floor(step / decay_steps).
+            decay_steps = max(1, int(cfg.num_epochs_per_decay * steps_per_epoch))
+            rate = tf.train.exponential_decay(base_rate, global_step, decay_steps,
+                                              cfg.learning_rate_decay_factor, staircase=True)
+            if cfg.minimum_learning_rate:
+                rate = tf.maximum(rate, cfg.minimum_learning_rate)
         else:
             rate = tf.constant(base_rate, tf.float32)
         if cfg.learning_rate_base_batch_size:

@@ -80,30 +80,38 @@ def step_fetches(train_op, observers):
 
 
 def run_steps(sess, train_op, num_steps, images_per_step, observers=(), first_step=1,
-              trace_step=None, on_trace=None):
-    """Runs `train_op` num_steps times and returns their `timing.StepTimes`.
+              trace_step=None, on_trace=None, run=None, on_step=None):
+    """Runs `train_op` (once a step) up to num_steps times and returns their `timing.StepTimes`.
 
-    The loop is kept lean (one `session.run` and one clock read per step) so that its figures
-    match a bare `for: sess.run(train_op)` loop; extra fetches happen only on observers' steps.
+    The one timed loop of every mode: one-process runs call it with a session's `run`; a
+    between-graph worker with a run that bounds the step and names the peer a failed one lost,
+    and with `on_step` reading the job's control values fetched with the step. The loop is kept
+    lean (one run and one clock read per step) so that its figures match a bare
+    `for: sess.run(train_op)` loop; extra fetches happen only on observers' steps.
 
     Args:
       sess: a session.
-      train_op: the op run every step.
-      num_steps: how many timed steps.
+      train_op: what every step runs: an op, or a list whose value `on_step` reads.
+      num_steps: the most timed steps (None: until `on_step` says).
       images_per_step: the global batch size.
       observers: `Observer`s; their callbacks' time is charged to no step (but to wall time).
       first_step: the index of the first step, so that calls can continue a numbering.
       trace_step: before timed step `trace_step`, one extra step runs with FULL_TRACE and
         `on_trace(trace_step, run_metadata)` is called; neither is timed nor in wall time.
       on_trace: see trace_step.
+      run: run(fetches) -> values, in place of sess.run.
+      on_step: on_step(value of train_op), called after each step (untimed); True ends the loop.
     Returns:
-      A `timing.StepTimes`.
+      A `timing.StepTimes` (at least one step runs).
     """
+    run = run or sess.run
     durations = []
     untimed = 0.0
     start = time.perf_counter()
     last = start
-    for i in range(first_step, first_step + num_steps):
+    steps = itertools.count(first_step) if num_steps is None else range(
+        first_step, first_step + num_steps)
+    for i in steps:
         if i == trace_step:
             on_trace(i, run_traced(sess, train_op)[1])
             now = time.perf_counter()
@@ -111,17 +119,19 @@ def run_steps(sess, train_op, num_steps, images_per_step, observers=(), first_st
             last = now
         due = [o for o in observers if i % o.every == 0]
         if due:
-            values = sess.run([train_op, [o.fetches for o in due]])[1]
+            value, values = run([train_op, [o.fetches for o in due]])
             now = time.perf_counter()
             durations.append(now - last)
-            for observer, value in zip(due, values):
-                observer.callback(i, durations, value)
+            for observer, observed in zip(due, values):
+                observer.callback(i, durations, observed)
             now = time.perf_counter()  # observers are not charged to the next step
         else:
-            sess.run(train_op)
+            value = run(train_op)
             now = time.perf_counter()
             durations.append(now - last)
-        last = now
+        if on_step is not None and on_step(value):
+            break
+        last = time.perf_counter() if on_step is not None else now
     return timing.StepTimes(durations, time.perf_counter() - start - untimed, images_per_step)
 
 

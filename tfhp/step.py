@@ -6,6 +6,7 @@ pipeline put that prefetches later steps' data. The builder reads only its argum
 contains no strategy names (the manager decides placement and aggregation).
 """
 import collections
+import contextlib
 
 import tensorflow.compat.v1 as tf
 
@@ -38,18 +39,24 @@ def _accuracy(logits, labels, k):
 
 
 def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight_decay=0.0,
-                     gradient_clip=None):
+                     gradient_clip=None, loss_scale=None, compile_towers=False):
     """Builds one synchronous data-parallel training step.
 
     Args:
       pipeline: a `tfhp.pipelines.base.Pipeline`.
       model_fn: model_fn(images, labels) -> (loss, logits) for one tower.
       manager: a `tfhp.replication.base.VariableManager`.
-      optimizer_fn: no-argument callable returning a new optimizer.
+      optimizer_fn: no-argument callable returning a new optimizer; with an automatic
+        `loss_scale`, one wrapped by `loss_scale.optimizer_fn` (so that it skips non-finite
+        updates).
       topology: a `tfhp.topology.Topology`.
       weight_decay: L2 coefficient, applied to each tower's own variables.
       gradient_clip: clip each tower's gradients to [-clip, clip] before aggregation (the
         reference benchmarks' meaning of --gradient_clip); None disables.
+      loss_scale: a `tfhp.loss_scale.LossScale`: each tower differentiates its loss times the
+        scale and divides its gradients by it (before clipping); None: no scaling.
+      compile_towers: mark every op of each tower's forward and backward pass for XLA
+        compilation (`tf.xla.experimental.jit_scope`); the input and the update stay outside.
     Returns:
       A `StepOps`.
     """
@@ -58,7 +65,7 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
 
     tower_grads, losses, top1, top5, bn_updates = [], [], [], [], []
     for t, (images, labels) in enumerate(inputs.batches):
-        with tf.name_scope(scopes.tower(t)), manager.tower_scope(t):
+        with tf.name_scope(scopes.tower(t)), manager.tower_scope(t), _compiled(compile_towers):
             with tf.name_scope(scopes.FORWARD):
                 update_ops_before = len(tf.get_collection(layers.BN_UPDATE_OPS))
                 loss, logits = model_fn(images, labels)
@@ -66,8 +73,11 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
                 loss = tf.add(loss, tower_lib.l2_loss(variables, weight_decay), name='loss')
                 top1.append(_accuracy(logits, labels, 1))
                 top5.append(_accuracy(logits, labels, 5))
+                scale = loss_scale.value() if loss_scale else None
             with tf.name_scope(scopes.BACKWARD):
-                grads = tf.gradients(loss, variables)
+                grads = tf.gradients(loss * scale if loss_scale else loss, variables)
+                if loss_scale:
+                    grads = loss_scale.unscale(grads, scale)
                 if gradient_clip is not None:
                     grads = [tf.clip_by_value(g, -gradient_clip, gradient_clip) for g in grads]
         if t == 0:
@@ -78,9 +88,12 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
         losses.append(loss)
 
     update = manager.apply_gradients(tower_grads, optimizer_fn, global_step)
+    # Managers that apply once per tower and increment global_step themselves leave the scale
+    # update to the step (see tfhp.loss_scale).
+    scale_update = [loss_scale.update_op()] if loss_scale else []
     num_images = sum(int(images.shape[0]) for images, _ in inputs.batches)
     return StepOps(
-        train_op=tf.group(update.train_op, *(bn_updates + list(inputs.put_ops)),
+        train_op=tf.group(update.train_op, *(bn_updates + scale_update + list(inputs.put_ops)),
                           name='train_op'),
         loss=tf.reduce_mean(losses, name='mean_loss'),
         top1=tf.add_n(top1) / num_images,
@@ -91,17 +104,23 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
         global_step=global_step)
 
 
-def build_eval_step(pipeline, model_fn, manager, topology):
+def _compiled(compile_towers):
+    """XLA's jit scope (gradients of its ops are compiled with them), or no scope."""
+    return tf.xla.experimental.jit_scope() if compile_towers else contextlib.nullcontext()
+
+
+def build_eval_step(pipeline, model_fn, manager, topology, compile_towers=False):
     """Builds one evaluation step: forward on every tower, top-1/top-5 hit counts.
 
     `model_fn` must be built with is_training=False; variables are created through the same
     manager scopes as in training, so a training checkpoint restores into them.
+    `compile_towers` marks each tower's forward pass for XLA, as in `build_train_step`.
     """
     tf.train.get_or_create_global_step()
     inputs = pipeline.tower_batches(topology)
     top1, top5 = [], []
     for t, (images, labels) in enumerate(inputs.batches):
-        with tf.name_scope(scopes.tower(t)), manager.tower_scope(t):
+        with tf.name_scope(scopes.tower(t)), manager.tower_scope(t), _compiled(compile_towers):
             with tf.name_scope(scopes.FORWARD):
                 _, logits = model_fn(images, labels)
                 top1.append(_accuracy(logits, labels, 1))

@@ -22,6 +22,8 @@ class Topology:
       job_name, task_index: the task that builds this graph ('' for one process).
       num_workers: worker tasks of the cluster (1 for one process).
       cluster: ((job, (address, ...)), ...) of the cluster, empty for one process.
+      synchronous: whether the towers (or workers) take synchronous steps; False: each replica
+        (a tower in one graph, a worker between graphs) applies its gradients alone.
     """
     tower_devices: Tuple[str, ...]
     variable_devices: Tuple[str, ...]
@@ -32,13 +34,20 @@ class Topology:
     task_index: int = 0
     num_workers: int = 1
     cluster: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    synchronous: bool = True
 
     @property
     def num_towers(self):
         return len(self.tower_devices)
 
+    @property
+    def in_graph_async(self):
+        """Whether the towers of this graph are asynchronous replicas, each stepped by a thread
+        of its own (`is_in_graph_async`)."""
+        return is_in_graph_async(self.graph_mode, self.synchronous)
+
     @classmethod
-    def local(cls, device='cpu', num_towers=1, local_parameter_device='cpu'):
+    def local(cls, device='cpu', num_towers=1, local_parameter_device='cpu', synchronous=True):
         """Towers on this process's devices: GPUs, or virtual CPU devices.
 
         Args:
@@ -47,6 +56,7 @@ class Topology:
             virtual CPU devices (`tfhp.session.config_proto(num_cpu_devices=...)`).
           local_parameter_device: 'cpu' keeps parameter-server variables on the host;
             'gpu' spreads them over the tower devices.
+          synchronous: False: each tower is an asynchronous replica.
         Returns:
           A Topology.
         """
@@ -55,10 +65,11 @@ class Topology:
             variables = ('/cpu:0',)
         else:
             variables = towers
-        return cls(tower_devices=towers, variable_devices=variables, input_device='/cpu:0')
+        return cls(tower_devices=towers, variable_devices=variables, input_device='/cpu:0',
+                   synchronous=synchronous)
 
     @classmethod
-    def between_graph(cls, cluster, task_index, device='cpu', num_towers=1):
+    def between_graph(cls, cluster, task_index, device='cpu', num_towers=1, synchronous=True):
         """Worker `task_index`'s towers; variables on the ps tasks' CPUs (or its own CPU).
 
         Args:
@@ -66,6 +77,7 @@ class Topology:
           task_index: this worker's index.
           device: 'cpu' or 'gpu': the towers' device kind.
           num_towers: towers on this worker (virtual CPU devices of its server for 'cpu').
+          synchronous: False: each worker applies its gradients alone.
         Returns:
           A Topology.
         """
@@ -75,10 +87,12 @@ class Topology:
         return cls(tower_devices=towers, variable_devices=variables or (worker + '/cpu:0',),
                    input_device=worker + '/cpu:0', is_chief=task_index == 0,
                    graph_mode='between_graph', job_name='worker', task_index=task_index,
-                   num_workers=len(cluster['worker']), cluster=_freeze(cluster))
+                   num_workers=len(cluster['worker']), cluster=_freeze(cluster),
+                   synchronous=synchronous)
 
     @classmethod
-    def in_graph(cls, cluster, job_name, task_index, device='cpu', num_towers=1):
+    def in_graph(cls, cluster, job_name, task_index, device='cpu', num_towers=1,
+                 synchronous=True):
         """Towers on every worker task, built by one client (`job_name`, `task_index`).
 
         Args:
@@ -86,6 +100,7 @@ class Topology:
           job_name, task_index: the client: worker 0 or the controller.
           device: 'cpu' or 'gpu'.
           num_towers: towers per worker.
+          synchronous: False: each tower is an asynchronous replica.
         Returns:
           A Topology whose towers are listed worker by worker.
         """
@@ -96,7 +111,30 @@ class Topology:
         return cls(tower_devices=towers, variable_devices=variables or towers[:1],
                    input_device='/job:%s/task:%d/cpu:0' % (job_name, task_index),
                    is_chief=True, graph_mode='in_graph', job_name=job_name,
-                   task_index=task_index, num_workers=num_workers, cluster=_freeze(cluster))
+                   task_index=task_index, num_workers=num_workers, cluster=_freeze(cluster),
+                   synchronous=synchronous)
+
+
+def is_in_graph_async(graph_mode, synchronous):
+    """The one definition of in-graph asynchronous training: asynchronous towers of one graph
+    (one process, or one client driving a cluster), which the runner steps replica by replica."""
+    return graph_mode != 'between_graph' and not synchronous
+
+
+def for_config(cfg):
+    """The topology of this process's graph in a `tfhp.config.BenchmarkConfig`: its own devices,
+    the cluster-wide towers of an in-graph client, or one between-graph worker's; synchronous
+    as --cross_replica_sync says (the one place that decides it)."""
+    cluster, device = cfg.cluster, cfg.device
+    sync = cluster.cross_replica_sync
+    if cluster.mode == 'local':
+        return Topology.local(device.device, device.num_devices, device.local_parameter_device,
+                              synchronous=sync)
+    if cluster.mode == 'in_graph':
+        return Topology.in_graph(cluster.jobs(), cluster.job_name, cluster.task_index,
+                                 device.device, device.num_devices, synchronous=sync)
+    return Topology.between_graph(cluster.jobs(), cluster.task_index, device.device,
+                                  device.num_devices, synchronous=sync)
 
 
 def _freeze(cluster):

@@ -3,7 +3,7 @@
 PATH is a trace written by `--trace_file` (the Chrome trace or its `.runmeta.pb`), or any
 serialized RunMetadata captured with FULL_TRACE. Prints busy and idle time per device, time per
 stage, transfers and how much of them compute hid, the critical path and the top ops (see
-tfhp.profiling.analysis for the definitions, README "Profiling" for how to read it).
+tfhp.profiling.analysis for the definitions, docs/profiling.md for how to read it).
 """
 import json
 import os

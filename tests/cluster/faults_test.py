@@ -17,7 +17,7 @@ import pytest
 
 from tests.cluster import jobs
 from tests.pipelines import shapes
-from tfhp import distributed
+from tfhp.cluster import task as task_lib
 from tfhp import launch
 from tfhp.data import info as info_lib
 
@@ -83,7 +83,7 @@ def test_a_stopped_worker_is_named_and_nobody_waits_for_it_beyond_the_bounds(han
 
 
 def _checkpoint_step(train_dir):
-    return distributed.checkpoint_step(str(train_dir))
+    return task_lib.checkpoint_step(str(train_dir))
 
 
 def test_sigterm_to_the_launcher_stops_every_task_and_keeps_the_step_reached(tmp_path):

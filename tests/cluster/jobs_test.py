@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.cluster import jobs
-from tfhp import distributed
+from tfhp.cluster import task as task_lib
 from tfhp import launch
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -122,13 +122,13 @@ def test_a_killed_job_resumes_from_its_last_checkpoint(tmp_path):
                                 start_new_session=True)
     try:
         deadline = time.monotonic() + jobs.JOB_TIMEOUT_S
-        while distributed.checkpoint_step(str(train_dir)) < 10:
+        while task_lib.checkpoint_step(str(train_dir)) < 10:
             assert proc.poll() is None and time.monotonic() < deadline, (
                 tmp_path / 'killed_job.log').read_text()[-3000:]
             time.sleep(0.2)
     finally:
         jobs.end(proc)  # the whole job, every task at once
-    saved = distributed.checkpoint_step(str(train_dir))
+    saved = task_lib.checkpoint_step(str(train_dir))
     with open(train_dir / 'checkpoint') as f:
         steps = sorted(int(line.rsplit('-', 1)[1].rstrip('"\n')) for line in f
                        if line.startswith('all_model'))

@@ -1,7 +1,8 @@
-"""The launcher's pure parts: task command lines and the cluster figures."""
+"""The launcher's pure parts: task command lines, bounds, statuses, and the job's figures."""
 import pytest
 
 from tfhp import launch
+from tfhp.cluster import figures
 
 
 def test_task_commands_give_every_task_its_flags(tmp_path):
@@ -40,7 +41,7 @@ def test_the_job_figure_counts_every_timed_image_over_the_union_of_the_windows()
         ('worker', 2): _worker(10.5, [12.0], 4, dropped_gradients=1, dropped_images=4,
                                warmup_dropped_gradients=2, warmup_dropped_images=8),
     }
-    summary = launch.cluster_summary(results, {('worker', i): 5.0 + i for i in range(3)})
+    summary = figures.cluster_summary(results, {('worker', i): 5.0 + i for i in range(3)})
     # Union of (10, 11], (10, 11], (10.5, 12]: 2 s; images 40 + 40 + 4.
     assert summary['timed_window_s'] == pytest.approx(2.0)
     assert summary['cluster_images_per_sec'] == pytest.approx(84 / 2.0)
@@ -59,14 +60,14 @@ def test_the_job_figure_counts_every_timed_image_over_the_union_of_the_windows()
 def test_identical_workers_make_the_sum_of_their_rates():
     ends = [1.0 + 0.25 * i for i in range(1, 9)]
     results = {('worker', i): _worker(1.0, ends, 8) for i in range(3)}
-    summary = launch.cluster_summary(results, {t: 0.0 for t in results})
+    summary = figures.cluster_summary(results, {t: 0.0 for t in results})
     assert summary['cluster_images_per_sec'] == pytest.approx(
         sum(summary['worker_images_per_sec'].values())) == pytest.approx(3 * 32.0)
 
 
 def test_union_length_of_overlapping_and_disjoint_windows():
-    assert launch.union_length([(0, 2), (1, 3), (5, 6)]) == 4
-    assert launch.union_length([(1, 4), (2, 3)]) == 3
+    assert figures.union_length([(0, 2), (1, 3), (5, 6)]) == 4
+    assert figures.union_length([(1, 4), (2, 3)]) == 3
 
 
 def test_staleness_of_every_worker_is_merged():
@@ -75,7 +76,7 @@ def test_staleness_of_every_worker_is_merged():
              stale_gradients_dropped=0, staleness_histogram=[1, 1, 1] + histogram[3:])
     b = dict(_worker(0.0, [1.0], 2), staleness_count=1, staleness_sum=5, staleness_max=5,
              stale_gradients_dropped=1, staleness_histogram=histogram[:5] + [1] + histogram[6:])
-    summary = launch.cluster_summary({('worker', 0): a, ('worker', 1): b},
+    summary = figures.cluster_summary({('worker', 0): a, ('worker', 1): b},
                                      {('worker', 0): 0.0, ('worker', 1): 0.0})
     assert summary['staleness_mean'] == 2.0 and summary['staleness_max'] == 5
     assert summary['staleness_histogram'][:6] == [1, 1, 1, 0, 0, 1]
@@ -84,7 +85,7 @@ def test_staleness_of_every_worker_is_merged():
 
 def test_one_in_graph_result_is_the_cluster_figure():
     results = {('worker', 0): {'images_per_sec': 123.0, 'num_steps': 4}}
-    summary = launch.cluster_summary(results, {('worker', 0): 0.0})
+    summary = figures.cluster_summary(results, {('worker', 0): 0.0})
     assert summary['cluster_images_per_sec'] == 123.0
 
 

@@ -109,7 +109,7 @@ def _first_batch(pipeline):
 def _pipeline(kind, data_dir, train):
     pattern = example_format.shard_pattern(data_dir, 'train' if train else 'validation')
     common = dict(batch_size=4, image_size=32, num_classes=10, train=train, seed=3,
-                  staged=False, data_name='cifar10')
+                  staged=False, data_name='cifar10', distortions=train)
     if kind == 'records':
         return records.RecordsPipeline(pattern, parallelism=1, buffer_size=4, **common)
     return datasets.DatasetPipeline(pattern, shuffle_buffer_size=4, **common)

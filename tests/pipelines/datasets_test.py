@@ -152,3 +152,32 @@ def test_a_cut_short_file_fails_the_step_unless_skipped(tmp_path):
             sess.run(inputs.batches[0])  # the 4 whole records
             with pytest.raises(tf.errors.DataLossError, match='truncated record'):
                 sess.run(inputs.batches[0])
+
+
+def _read_records(records, count):
+    next_record = tf.data.make_one_shot_iterator(records).get_next()
+    with tf.Session() as sess:
+        return [sess.run(next_record) for _ in range(count)]
+
+
+def test_caching_reads_the_files_once(tmp_path):
+    # The files are emptied after the first epoch: the second one comes from memory.
+    directory = str(tmp_path)
+    shapes.make_shapes(directory)
+    pattern = example_format.shard_pattern(directory, 'validation')
+    with tf.Graph().as_default():
+        records = datasets.DatasetPipeline(pattern, 4, 12, shapes.NUM_CLASSES, train=False,
+                                           use_caching=True).records()
+        next_record = tf.data.make_one_shot_iterator(records).get_next()
+        with tf.Session() as sess:
+            first = [sess.run(next_record) for _ in range(24)]
+            for path in tf.io.gfile.glob(pattern):
+                open(path, 'wb').close()
+            second = [sess.run(next_record) for _ in range(24)]
+    assert len(set(first)) == 24 and second == first  # in file order: train=False
+
+
+def test_repeat_cached_sample_repeats_one_record(data_dir):
+    with tf.Graph().as_default():
+        seen = _read_records(_pipeline(data_dir, repeat_cached_sample=True).records(), 30)
+    assert len(set(seen)) == 1

@@ -78,7 +78,7 @@ def _train(data_dir, staged, num_steps=4):
     with tf.Graph().as_default():
         # One reader thread, a buffer holding a whole epoch and no random augmentation: the
         # same records in the same order (a smaller buffer's order depends on timing).
-        pipe = _pipeline(data_dir, parallelism=1, buffer_size=100, distortions=False,
+        pipe = _pipeline(data_dir, parallelism=1, buffer_size=100, crop_flip=False,
                          staged=staged)
         manager = replication.make_variable_manager(ReplicationConfig(), topo)
         ops = step.build_train_step(pipe, _flat_linear_model, manager,

@@ -111,6 +111,31 @@ def test_report_shows_the_figures(step):
     assert next(l for l in lines if l.startswith('backward')).split()[1:] == [
         '0.018', '0.006', '0.024']
     assert 'overlap efficiency eta: 0.81' in lines
+    # Every op of this step is under a stage: the report says so and names no op.
+    assert 'outside every stage (other): 0.0% of the busy time, 0.000 ms' in lines
+    assert not any('outside the stages of tfhp.ops.scopes' in l for l in lines)
+
+
+def test_the_report_names_the_ops_of_no_stage_when_they_take_a_tenth():
+    step = dict(STEP)
+    # 10 us of CPU:1's time in an op under no stage scope, and 1 us in another.
+    step[CPU1] = STEP[CPU1] + [('hand_built/reduce', 'Sum', 40, 50, [], 0),
+                               ('hand_built/tiny', 'Identity', 50, 51, [], 0)]
+    figures = analysis.analyze(_run_metadata(step), top=3)
+    assert figures.devices[1].stages['other'] == 11.0
+    assert figures.other_share == pytest.approx(11.0 / (45.0 + 37.0))
+    assert [(op.name, op.self_time) for op in figures.other_ops] == [
+        ('hand_built/reduce', 10.0), ('hand_built/tiny', 1.0)]
+    lines = report.format_report(figures).splitlines()
+    start = lines.index('outside every stage (other): 13.4% of the busy time, 0.011 ms')
+    assert 'outside the stages of tfhp.ops.scopes' in lines[start + 1]
+    assert lines[start + 2].split() == ['0.010', 'ms', 'CPU:1', 'hand_built/reduce', '(Sum)']
+    assert lines[start + 3].split() == ['0.001', 'ms', 'CPU:1', 'hand_built/tiny', '(Identity)']
+    # Below a tenth, the share is stated and no op is named.
+    small = dict(STEP, **{CPU1: STEP[CPU1] + [('hand_built/tiny', 'Identity', 50, 51, [], 0)]})
+    lines = report.format_report(analysis.analyze(_run_metadata(small))).splitlines()
+    assert 'outside every stage (other): 1.4% of the busy time, 0.001 ms' in lines
+    assert not any('outside the stages of tfhp.ops.scopes' in l for l in lines)
 
 
 def test_without_partition_graphs_labels_still_give_data_dependencies():

@@ -1,9 +1,13 @@
 """A real traced step of a 2-device run, read back by the analyser."""
 import pytest
+import tensorflow.compat.v1 as tf
 
+from tfhp import session as session_lib
+from tfhp.ops import scopes
 from tfhp.profiling import analysis
 from tfhp.profiling import events
 from tfhp.profiling import intervals
+from tfhp.profiling import report
 
 
 def test_aggregation_and_copies_on_both_devices(two_device_step):
@@ -52,3 +56,35 @@ def test_critical_path_follows_the_order_of_the_stages(two_device_step):
     assert ranks[-1] == order.index('apply')
     length = sum(s.busy + s.wait for s in figures.critical_path)
     assert 0 < length <= figures.step_time + 1e-6
+
+
+def test_a_hand_built_op_outside_every_stage_is_named_in_the_report(two_device_step):
+    _, _, metadata = two_device_step
+    # tfhp's own step keeps almost all its time under the stages.
+    assert analysis.analyze(metadata).other_share < report.SIGNIFICANT_OTHER_SHARE
+    with tf.Graph().as_default():
+        with tf.name_scope(scopes.FORWARD):
+            small = tf.random.uniform([32, 32], seed=1)
+            loss = tf.reduce_sum(tf.matmul(small, small))
+        # As a hand-built graph might add it: under no stage's name scope.
+        with tf.name_scope('hand_built'):
+            big = tf.random.uniform([500, 500], seed=2)
+            product = big
+            for _ in range(4):
+                product = tf.matmul(product, big, name='slow_matmul')
+        fetches = [loss, tf.reduce_sum(product)]
+        with tf.Session() as sess:
+            sess.run(fetches)  # the first run builds the executor
+            metadata = session_lib.run_traced(sess, fetches)[1]
+    figures = analysis.analyze(metadata)
+    [device] = figures.devices
+    assert figures.other_share == pytest.approx(device.stages['other'] / device.busy)
+    assert figures.other_share > 0.5  # four 500x500 products against one 32x32
+    assert figures.other_ops[0].name.startswith('hand_built/slow_matmul')
+    assert figures.other_ops[0].self_time > 100  # microseconds
+    lines = report.format_report(figures).splitlines()
+    line = next(l for l in lines if l.startswith('outside every stage (other): '))
+    assert float(line.split()[4].rstrip('%')) == pytest.approx(100 * figures.other_share,
+                                                                abs=0.05)
+    listed = lines[lines.index(line) + 2:lines.index(line) + 2 + report.OTHER_OPS_LISTED]
+    assert sum('hand_built/slow_matmul' in l for l in listed) == 4

@@ -38,33 +38,46 @@ def linear(images, labels):
     return tf.reduce_mean(tf.reduce_sum(logits, 1)), logits
 
 
-def _build():
-    topology = topology_lib.Topology.local('cpu', NUM_REPLICAS)
-    manager = replication.make_variable_manager(config_lib.ReplicationConfig(), topology)
+def _build(manager=None):
+    topology = topology_lib.Topology.local('cpu', NUM_REPLICAS, synchronous=False)
+    manager = manager or replication.make_variable_manager(config_lib.ReplicationConfig(),
+                                                           topology)
     # use_locking: concurrent updates of one variable must not lose any (exact check below).
-    return async_runner.build_replica_steps(
+    steps = async_runner.build_replica_steps(
         ColumnPipeline(), linear, manager,
         lambda: tf.train.GradientDescentOptimizer(LR, use_locking=True), topology)
+    return steps + (manager,)
 
 
 def test_every_replica_thread_takes_all_its_steps():
     steps, warmup = 20, 2
     with tf.Graph().as_default():
-        combined, train_ops = _build()
+        combined, train_ops, manager = _build()
         assert len(train_ops) == NUM_REPLICAS
         weights = tf.global_variables('w')[0]
         with tf.Session(config=session_lib.config_proto(num_cpu_devices=NUM_REPLICAS)) as sess:
-            sess.run(tf.global_variables_initializer())
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
             total, per_replica = async_runner.run_replicas(sess, train_ops, steps, 2,
                                                            num_warmup=warmup)
             w, global_step = sess.run([weights, combined.global_step])
+            counted = sess.run(manager.counters())['staleness_count']
     assert [r.num_steps for r in per_replica] == [steps] * NUM_REPLICAS
     assert total.num_steps == steps * NUM_REPLICAS
     assert total.images_per_sec > 0
     # One increment per replica update; replica t moves w[t] only, by lr * (t + 1) per step.
     assert global_step == NUM_REPLICAS * (steps + warmup)
+    assert counted == global_step  # every update's staleness measured
     want = [-LR * (t + 1) * (steps + warmup) for t in range(NUM_REPLICAS)]
     np.testing.assert_allclose(w, want, rtol=1e-6)
+
+
+def test_a_manager_that_measures_no_staleness_is_refused():
+    topology = topology_lib.Topology.local('cpu', NUM_REPLICAS)
+    with tf.Graph().as_default():
+        plain = replication.make_variable_manager(config_lib.ReplicationConfig(), topology)
+        with pytest.raises(ValueError, match='not ParameterServer: use .*AsyncReplicas'):
+            _build(plain)
+        assert tf.get_default_graph().get_operations() == []  # refused before building
 
 
 def test_a_failing_replica_raises_instead_of_hanging():

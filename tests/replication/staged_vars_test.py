@@ -34,20 +34,27 @@ def gradient(w):
     return X.T @ p / len(Y) + WD * w
 
 
-def _build(num_towers):
+# tf_cnn_benchmarks' relaxed consistency ("updates show up eventually, likely one step behind")
+# is tfhp's staged reads: both settings must build the same step.
+STAGED = {'staged_vars': dict(staged_vars=True),
+          'relaxed': dict(variable_consistency='relaxed')}
+
+
+def _build(num_towers, how='staged_vars'):
     topology = topology_lib.Topology.local('cpu', num_towers)
     manager = replication.make_variable_manager(
-        config_lib.ReplicationConfig(staged_vars=True), topology)
+        config_lib.ReplicationConfig(**STAGED[how]), topology)
     pipeline = equivalence_test.SlicedPipeline(X, Y, len(Y) // num_towers)
     return step.build_train_step(pipeline, linear, manager,
                                  lambda: tf.train.GradientDescentOptimizer(LR), topology,
                                  weight_decay=WD)
 
 
+@pytest.mark.parametrize('how', sorted(STAGED))
 @pytest.mark.parametrize('num_towers', [1, 2])
-def test_staged_reads_follow_the_stale_gradient_recurrence(num_towers):
+def test_staged_reads_follow_the_stale_gradient_recurrence(num_towers, how):
     with tf.Graph().as_default():
-        ops = _build(num_towers)
+        ops = _build(num_towers, how)
         weights = tf.global_variables('fc/weights')[0]
         reads = [op for op in tf.get_default_graph().get_operations()
                  if op.name.startswith('tower_0/staging/')]
@@ -72,5 +79,13 @@ def test_a_step_without_priming_fails_instead_of_hanging():
         ops = _build(1)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            with pytest.raises(tf.errors.InvalidArgumentError, match='is empty'):
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match=r'is empty.*post_init_ops of the variable manager '
+                                     r'\(prime_staged_vars\)'):
                 sess.run(ops.train_op)
+
+
+def test_relaxed_consistency_needs_the_parameter_server():
+    with pytest.raises(config_lib.ConfigError, match='--variable_consistency=relaxed'):
+        config_lib.ReplicationConfig(variable_update='replicated',
+                                     variable_consistency='relaxed')

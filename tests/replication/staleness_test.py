@@ -15,6 +15,7 @@ from tfhp import session as session_lib
 from tfhp import step
 from tfhp import topology as topology_lib
 from tfhp.pipelines import constant
+from tfhp.replication import async_replicas
 from tfhp.replication import parameter_server
 from tfhp.replication import staleness
 
@@ -93,16 +94,13 @@ def test_synchronous_steps_measure_zero_and_async_replicas_measure_more():
 
 
 def test_only_asynchronous_or_measured_runs_are_wrapped():
-    topology = topology_lib.Topology.local('cpu', 2)
-    sync = config_lib.ClusterConfig()
-    asynchronous = config_lib.ClusterConfig(cross_replica_sync=False)
+    sync = topology_lib.Topology.local('cpu', 2)
+    asynchronous = topology_lib.Topology.local('cpu', 2, synchronous=False)
     make = replication.make_variable_manager
-    assert not isinstance(make(config_lib.ReplicationConfig(), topology, sync),
-                          staleness.Staleness)
-    assert isinstance(make(config_lib.ReplicationConfig(), topology, asynchronous),
-                      staleness.Staleness)
-    assert isinstance(make(config_lib.ReplicationConfig(variable_update='replicated'), topology,
-                           sync, config_lib.StalenessConfig(measure_staleness=True)),
+    assert not isinstance(make(config_lib.ReplicationConfig(), sync), staleness.Staleness)
+    assert isinstance(make(config_lib.ReplicationConfig(), asynchronous), staleness.Staleness)
+    assert isinstance(make(config_lib.ReplicationConfig(variable_update='replicated'), sync,
+                           staleness_config=config_lib.StalenessConfig(measure_staleness=True)),
                       staleness.Staleness)
 
 
@@ -188,3 +186,68 @@ def test_timed_counts_leave_out_the_warm_up():
                      'stale_gradients_dropped': 0, 'dropped_gradients': 1,
                      'staleness_histogram': [1, 1, 1] + bins[3:]}
     assert counts_lib.summary(timed)['staleness_mean'] == 1.0
+
+
+def test_async_replicas_built_by_hand_measure_an_update_landing_mid_step():
+    """Replica 0 reads global_step, then waits in its forward pass while replica 1 takes a
+    whole step; replica 0's update is then one update stale."""
+    with tf.Graph().as_default():
+        global_step = tf.train.get_or_create_global_step()
+        manager = async_replicas.AsyncReplicas(
+            parameter_server.ParameterServer(('/cpu:0', '/cpu:0'), ('/cpu:0',)), '/cpu:0')
+        started = tf.FIFOQueue(1, tf.float32)
+        resume = tf.FIFOQueue(1, tf.float32)
+        train_ops = []
+        for replica in range(2):
+            with manager.tower_scope(replica):
+                w = tf.get_variable('w', [2], initializer=tf.zeros_initializer())
+                images = tf.constant(IMAGES)
+                if replica == 0:
+                    # After this replica's read of global_step (every tower op follows it).
+                    with tf.control_dependencies([started.enqueue(0.0)]):
+                        images += resume.dequeue()
+                loss = tf.reduce_mean(tf.reduce_sum(images * w, 1))
+            [var] = manager.trainable_variables(replica)
+            train_ops.append(manager.apply_gradients(
+                [[(tf.gradients(loss, var)[0], var)]],
+                lambda: tf.train.GradientDescentOptimizer(LR), global_step).train_op)
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            thread = threading.Thread(target=sess.run, args=(train_ops[0],))
+            thread.start()
+            sess.run(started.dequeue())   # replica 0 has read global_step 0
+            sess.run(train_ops[1])        # replica 1's update lands: global_step 1
+            sess.run(resume.enqueue(0.0))
+            thread.join(timeout=60)
+            assert not thread.is_alive()
+            counts = counts_lib.values(sess.run(manager.counters()))
+            assert sess.run(global_step) == 2
+            np.testing.assert_allclose(sess.run(w), [-2 * LR * 2, -2 * LR * 3], rtol=1e-6)
+    # Replica 1: staleness 0; replica 0: 1.
+    assert counts == {'staleness_count': 2, 'staleness_sum': 1, 'staleness_max': 1,
+                      'stale_gradients_dropped': 0,
+                      'staleness_histogram': [1, 1] + [0] * (counts_lib.BINS - 2)}
+
+
+def test_between_graph_async_workers_measure_once_with_the_configured_remedies():
+    cluster = config_lib.ClusterConfig(job_name='worker', task_index=1,
+                                       worker_hosts=('127.0.0.1:2001', '127.0.0.1:2003'),
+                                       ps_hosts=('127.0.0.1:2002',), cross_replica_sync=False)
+    topology = topology_lib.Topology.between_graph(cluster.jobs(), 1, synchronous=False)
+    with tf.Graph().as_default():
+        with tf.device(topology.variable_devices[0]):
+            global_step = tf.train.get_or_create_global_step()
+        manager = replication.make_variable_manager(
+            config_lib.ReplicationConfig(), topology, cluster,
+            config_lib.StalenessConfig(max_gradient_staleness=0, async_warmup_steps=3))
+        assert isinstance(manager, async_replicas.AsyncReplicas)  # not wrapped a second time
+        with manager.tower_scope(0):
+            w = tf.get_variable('w', [2])
+        update = manager.apply_gradients([[(tf.ones([2]), w)]],
+                                         lambda: tf.train.GradientDescentOptimizer(LR),
+                                         global_step)
+        assert sorted(v.op.name for v in tf.local_variables()) == sorted(manager.counters())
+        [hook] = update.hooks  # the non-chief waits for the chief's warm-up steps
+        assert isinstance(hook, staleness.JoinAfterStepHook) and hook._step == 3
+        # The remedy is in the graph: the gradient is scaled by (staleness <= 0).
+        assert any(op.name.endswith('LogicalNot') for op in tf.get_default_graph().get_operations())

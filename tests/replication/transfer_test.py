@@ -27,7 +27,8 @@ def _one_step(transfer_dtype):
         crossing = [op for op in graph.get_operations()
                     if op.type == 'Cast' and op.device.endswith('CPU:1')]
         with tf.Session(config=session_lib.config_proto(num_cpu_devices=2)) as sess:
-            sess.run(tf.global_variables_initializer())
+            # Local too: the staleness counters AsyncReplicas keeps.
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
             sess.run(update.train_op)
             return sess.run(var), crossing
 

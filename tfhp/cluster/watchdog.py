@@ -50,7 +50,8 @@ class Watchdog:
       essential: the peers whose loss ends this task.
       silent_s: an essential peer that did not answer for this long is lost (--peer_timeout_s).
       still_s: an essential peer that answers but made no progress for this long is lost.
-      mine: this task's description, to check every peer's against (`agreement.mismatch`).
+      mine: this task's description, to check every peer's against (`agreement.mismatch`);
+        None checks nothing.
     """
 
     def __init__(self, task, fail, watch, essential, silent_s, still_s, mine):
@@ -66,6 +67,7 @@ class Watchdog:
         self._phase = None  # (what, bound_s, deadline, status)
         self._stop = None   # the same, for a stop: later phases do not move its deadline
         self._failed = False
+        self._ended = threading.Event()  # set once `fail` returned (only a test's does)
         self._checked = set()
         threading.Thread(target=self._run, name='watchdog', daemon=True).start()
 
@@ -110,6 +112,19 @@ class Watchdog:
             # themselves and exit naming it too, not later for a peer that vanished.
             time.sleep(self._watch.read_period_s())
         self._fail('%s: %s' % (self._task, message), status)
+        self._ended.set()
+
+    def await_failure(self):
+        """Waits for the task to end if the watchdog is ending it, else returns at once.
+
+        The main thread calls it on an error: an error that the watchdog's own ending caused
+        (its last words, a peer leaving in the meantime) must not end the task first, with a
+        traceback instead of the line naming the cause.
+        """
+        with self._lock:
+            failed = self._failed
+        if failed:
+            self._ended.wait()
 
     def named_in(self, text):
         """The watched peers that a runtime error's text names as its remote target."""
@@ -150,7 +165,7 @@ class Watchdog:
                     self.fail('%s did not end within %g s%s' % (
                         what, bound_s, '; ' + blame if blame else ''), status)
                     return
-            for peer in self._watch.peers:
+            for peer in self._watch.peers if self._mine else ():
                 info = self._watch.info(peer)
                 if info is not None and (peer, info['incarnation']) not in self._checked:
                     self._checked.add((peer, info['incarnation']))

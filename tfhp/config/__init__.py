@@ -16,8 +16,13 @@ this build run NCHW) live in `tfhp.devices`.
   cluster.py      ClusterConfig (jobs, graph mode, sync, stragglers) and check_address
   profile.py      ProfileConfig (step trace, summaries)
   data.py         DataConfig (data directory, RecordInput or tf.data settings)
-  paths.py        check_output_paths: --train_dir, --result_file, --trace_file writable
+  paths.py        check_output_paths: every output path writable (--train_dir, --result_file,
+                  --trace_file, --tfprof_file, --graph_file, --partitioned_graph_file_prefix)
   staleness.py    StalenessConfig (measuring stale gradients, and remedies)
+  precision.py    PrecisionConfig (compute and variable dtypes, float16 loss scaling)
+  xla.py          XlaConfig (compiling towers, auto-clustering)
+  evaluation.py   EvalConfig (evaluation batches, evaluating while training, stopping at an
+                  accuracy)
   benchmark.py    BenchmarkConfig, and the checks that span sections
 
 Each section checks only its own fields; a check that reads two sections lives in
@@ -28,13 +33,16 @@ from tfhp.config import cluster
 from tfhp.config import data
 from tfhp.config import device
 from tfhp.config import errors
+from tfhp.config import evaluation
 from tfhp.config import model
 from tfhp.config import optimizer
 from tfhp.config import paths
+from tfhp.config import precision
 from tfhp.config import profile
 from tfhp.config import replication
 from tfhp.config import run
 from tfhp.config import staleness
+from tfhp.config import xla
 
 ConfigError = errors.ConfigError
 
@@ -46,12 +54,14 @@ OptimizerConfig = optimizer.OptimizerConfig
 parse_piecewise_schedule = optimizer.parse_piecewise_schedule
 
 DEVICES = device.DEVICES
+KMP_DEFAULTS = device.KMP_DEFAULTS
 DeviceConfig = device.DeviceConfig
 
 VARIABLE_UPDATES = replication.VARIABLE_UPDATES
 DISTRIBUTED_VARIABLE_UPDATES = replication.DISTRIBUTED_VARIABLE_UPDATES
 ALL_REDUCE_UPDATES = replication.ALL_REDUCE_UPDATES
 TRANSFER_DTYPES = replication.TRANSFER_DTYPES
+VARIABLE_CONSISTENCIES = replication.VARIABLE_CONSISTENCIES
 ReplicationConfig = replication.ReplicationConfig
 
 RunConfig = run.RunConfig
@@ -63,6 +73,7 @@ check_address = cluster.check_address
 ClusterConfig = cluster.ClusterConfig
 
 SUMMARY_VERBOSITIES = profile.SUMMARY_VERBOSITIES
+PROFILED_STEPS = profile.PROFILED_STEPS
 ProfileConfig = profile.ProfileConfig
 
 IMAGE_DTYPES = data.IMAGE_DTYPES
@@ -73,4 +84,12 @@ writes_train_dir = paths.writes_train_dir
 
 StalenessConfig = staleness.StalenessConfig
 
+COMPUTE_DTYPES = precision.COMPUTE_DTYPES
+PrecisionConfig = precision.PrecisionConfig
+
+XlaConfig = xla.XlaConfig
+
+EvalConfig = evaluation.EvalConfig
+
 BenchmarkConfig = benchmark.BenchmarkConfig
+all_reduce_replication = benchmark.all_reduce_replication

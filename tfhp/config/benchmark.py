@@ -1,17 +1,25 @@
 """BenchmarkConfig: every section of one run, and the checks that span sections."""
 import dataclasses
 
+from tfhp import topology as topology_lib
 from tfhp.config import cluster as cluster_lib
 from tfhp.config import data as data_lib
 from tfhp.config import device as device_lib
 from tfhp.config import errors
+from tfhp.config import evaluation as evaluation_lib
 from tfhp.config import model as model_lib
 from tfhp.config import optimizer as optimizer_lib
+from tfhp.config import precision as precision_lib
 from tfhp.config import profile as profile_lib
 from tfhp.config import replication as replication_lib
 from tfhp.config import run as run_lib
 from tfhp.config import staleness as staleness_lib
+from tfhp.config import xla as xla_lib
 from tfhp.ops import allreduce_spec
+
+
+def _in_graph_async(cfg):
+    return topology_lib.is_in_graph_async(cfg.cluster.mode, cfg.cluster.cross_replica_sync)
 
 
 def _check_in_graph_replication(cfg):
@@ -22,20 +30,21 @@ def _check_in_graph_replication(cfg):
                    cfg.device.device == 'gpu',
                    '--all_reduce_spec=%s uses nccl, which runs on GPUs only; with --device=cpu '
                    'use xring, pscpu, psgpu or collective', spec)
-    errors.require(not (replication.staged_vars and cfg.run.eval),
-                   '--staged_vars stages training reads; it does not apply with --eval')
-    in_graph = not cfg.cluster.job_name or cfg.cluster.graph_mode == 'in_graph'
+    errors.require(not (replication.staged_reads and not cfg.trains),
+                   '%s stages training reads; it does not apply with --eval or --forward_only',
+                   replication.staged_reads_flag)
+    in_graph = cfg.cluster.mode != 'between_graph'
     errors.require(replication.gradient_transfer_dtype == 'float32' or not in_graph or
                    replication.variable_update in replication_lib.ALL_REDUCE_UPDATES,
                    '--gradient_transfer_dtype applies to the all-reduce of --variable_update in '
                    '%s, or to what between-graph workers send; got %r in one graph',
                    replication_lib.ALL_REDUCE_UPDATES, replication.variable_update)
-    in_graph_async = in_graph and not cfg.cluster.cross_replica_sync
+    in_graph_async = _in_graph_async(cfg)
     errors.require(not in_graph_async or (replication.variable_update == 'parameter_server' and
-                                          not replication.staged_vars),
+                                          not replication.staged_reads),
                    'in-graph asynchronous training (--cross_replica_sync=false in one process or '
                    'with --graph_mode=in_graph) needs --variable_update=parameter_server without '
-                   '--staged_vars')
+                   '%s', replication.staged_reads_flag)
     errors.require(not in_graph_async or not (cfg.profile.trace_file or
                                               cfg.profile.save_summaries_steps),
                    'in-graph asynchronous training runs one step per thread: --trace_file and '
@@ -56,8 +65,11 @@ def _check_cluster(cfg):
                    '--variable_update=parameter_server, got %r', update)
     if not cluster.enabled:
         return
-    errors.require(not cfg.run.eval, '--eval runs in one process; drop --job_name')
-    errors.require(not cfg.replication.staged_vars, '--staged_vars is for one-process runs')
+    for flag, used in (('--eval', cfg.run.eval), ('--forward_only', cfg.run.forward_only),
+                       ('--eval_during_training_*', cfg.evaluation.during_training)):
+        errors.require(not used, '%s runs in one process; drop --job_name', flag)
+    errors.require(not cfg.replication.staged_reads, '%s is for one-process runs',
+                   cfg.replication.staged_reads_flag)
     if cluster.graph_mode == 'in_graph':
         errors.require(update not in distributed_updates,
                        '--variable_update=%s builds a graph per worker; use '
@@ -106,6 +118,33 @@ def _check_staleness(cfg):
                    'measure it')
 
 
+def _check_modes(cfg):
+    """Settings of training, evaluation and inference that depend on the mode."""
+    run, evaluation = cfg.run, cfg.evaluation
+    mode = '--eval' if run.eval else '--forward_only' if run.forward_only else None
+    errors.require(not (mode and run.num_epochs),
+                   '--num_epochs counts training epochs; with %s use --num_batches', mode)
+    errors.require(not (mode and evaluation.during_training),
+                   '--eval_during_training_* evaluates while training; it does not apply with '
+                   '%s', mode)
+    evaluates = run.eval or evaluation.during_training
+    for flag in ('num_eval_batches', 'eval_batch_size'):
+        errors.require(evaluates or getattr(evaluation, flag) is None,
+                       '--%s applies to --eval and --eval_during_training_*', flag)
+    errors.require(not (evaluation.during_training and _in_graph_async(cfg)),
+                   '--eval_during_training_* needs synchronous training; drop '
+                   '--cross_replica_sync=false')
+    errors.require(not (cfg.data.input_only and (mode or evaluation.during_training)),
+                   '--input_only times the input pipeline alone; it does not apply with %s',
+                   mode or '--eval_during_training_*')
+    profile = cfg.profile
+    for flag, used in (('--trace_file', profile.trace_file),
+                       ('--tfprof_file', profile.tfprof_file),
+                       ('--partitioned_graph_file_prefix', profile.partitioned_graph_file_prefix)):
+        errors.require(not (used and mode), '%s profiles training steps; it does not apply '
+                       'with %s', flag, mode)
+
+
 @dataclasses.dataclass(frozen=True)
 class BenchmarkConfig:
     """Everything one benchmark run needs; built once from flags."""
@@ -123,19 +162,23 @@ class BenchmarkConfig:
     data: data_lib.DataConfig = dataclasses.field(default_factory=data_lib.DataConfig)
     staleness: staleness_lib.StalenessConfig = dataclasses.field(
         default_factory=staleness_lib.StalenessConfig)
+    precision: precision_lib.PrecisionConfig = dataclasses.field(
+        default_factory=precision_lib.PrecisionConfig)
+    xla: xla_lib.XlaConfig = dataclasses.field(default_factory=xla_lib.XlaConfig)
+    evaluation: evaluation_lib.EvalConfig = dataclasses.field(
+        default_factory=evaluation_lib.EvalConfig)
 
     def __post_init__(self):
         # Profiling settings that depend on other sections.
         profile, run = self.profile, self.run
-        errors.require(not (profile.trace_file and run.eval),
-                       '--trace_file traces a training step; it does not apply with --eval')
-        errors.require(not profile.trace_file or profile.trace_step <= run.num_batches,
-                       '--trace_step=%d is after the last step (--num_batches=%d)',
-                       profile.trace_step, run.num_batches)
+        errors.require(not profile.trace_file or profile.trace_step <= run.num_batches or
+                       run.num_epochs, '--trace_step=%d is after the last step '
+                       '(--num_batches=%d)', profile.trace_step, run.num_batches)
         writes_summaries = profile.save_summaries_steps and profile.summary_verbosity
-        errors.require(not writes_summaries or (run.train_dir and not run.eval),
+        errors.require(not writes_summaries or (run.train_dir and self.trains),
                        '--save_summaries_steps writes training summaries to --train_dir: it needs '
-                       '--train_dir and does not apply with --eval')
+                       '--train_dir and does not apply with --eval or --forward_only')
+        _check_modes(self)
         _check_in_graph_replication(self)
         _check_cluster(self)
         _check_staleness(self)
@@ -144,6 +187,29 @@ class BenchmarkConfig:
                        '--input_only times this process\'s input pipeline alone; it does not '
                        'apply with --eval, --train_dir or a cluster job')
 
+    @property
+    def trains(self):
+        """Whether this run trains (not --eval, --forward_only or --input_only)."""
+        return not (self.run.eval or self.run.forward_only or self.data.input_only)
+
     def to_dict(self):
         """A JSON-serialisable dict of every setting (for result files)."""
         return dataclasses.asdict(self)
+
+
+def all_reduce_replication(cfg):
+    """cfg.replication with --compact_gradient_transfer applied: float16 compute all-reduces
+    its gradients in float16 (tf_cnn_benchmarks' meaning) through the one cast of
+    --gradient_transfer_dtype, unless that flag chose another transfer dtype.
+
+    Args:
+      cfg: a BenchmarkConfig.
+    Returns:
+      The ReplicationConfig to build the variable manager from.
+    """
+    replication = cfg.replication
+    if (cfg.precision.compact_transfer and
+            replication.variable_update in replication_lib.ALL_REDUCE_UPDATES and
+            replication.gradient_transfer_dtype == 'float32'):
+        return dataclasses.replace(replication, gradient_transfer_dtype='float16')
+    return replication

@@ -110,6 +110,11 @@ class ClusterConfig:
         return 0.0
 
     @property
+    def mode(self):
+        """How this task's graph is built: 'local' (no cluster), 'in_graph' or 'between_graph'."""
+        return self.graph_mode if self.enabled else 'local'
+
+    @property
     def enabled(self):
         """Whether this process is one task of a cluster."""
         return bool(self.job_name)

@@ -1,4 +1,5 @@
-"""The output paths of a run (--train_dir, --result_file, --trace_file), checked before any work.
+"""The output paths of a run (--train_dir, --result_file, --trace_file, --tfprof_file,
+--graph_file, --partitioned_graph_file_prefix), checked before any work.
 
 A path the run cannot write would otherwise fail at its first write: for --train_dir the
 final checkpoint, after the whole run. `check_output_paths` refuses such a path at once, with a
@@ -119,9 +120,10 @@ def check_output_paths(cfg, writes_train_dir):
     """Refuses the first output path of `cfg` that this process could not write.
 
     --train_dir must be a writable directory, or absent with a writable parent (it is
-    created); with --eval it is only read and not checked here. --result_file and --trace_file
-    (and the RunMetadata written beside it) must be writable regular files, or absent with a
-    writable parent.
+    created); with --eval it is only read and not checked here. --result_file, --trace_file
+    (and the RunMetadata written beside it), --tfprof_file and --graph_file must be writable
+    regular files, or absent with a writable parent; the directory of
+    --partitioned_graph_file_prefix must be writable (one file per device goes there).
 
     Args:
       cfg: a `tfhp.config.BenchmarkConfig`.
@@ -138,3 +140,9 @@ def check_output_paths(cfg, writes_train_dir):
     if trace:
         _check_file('trace_file', trace)
         _check_file('trace_file', trace, written_as=trace + RUN_METADATA_SUFFIX)
+    for flag in ('tfprof_file', 'graph_file'):
+        if getattr(cfg.profile, flag):
+            _check_file(flag, getattr(cfg.profile, flag))
+    prefix = cfg.profile.partitioned_graph_file_prefix
+    if prefix:
+        _check_parent('partitioned_graph_file_prefix', prefix)

@@ -11,6 +11,7 @@ VARIABLE_UPDATES += DISTRIBUTED_VARIABLE_UPDATES
 # Variable updates that all-reduce gradients (the ones --all_reduce_spec and packing apply to).
 ALL_REDUCE_UPDATES = ('replicated',)
 TRANSFER_DTYPES = ('float32', 'float16', 'bfloat16')
+VARIABLE_CONSISTENCIES = ('strong', 'relaxed')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +33,10 @@ class ReplicationConfig:
         a between-graph job, for sending them to the ps (or the other workers).
       staged_vars: parameter_server reads variables through staging areas (one-step-stale
         weights; see tfhp.replication.staged_vars).
+      variable_consistency: 'strong' (every step reads the weights of every update before
+        it) or 'relaxed' (tf_cnn_benchmarks: every update shows up eventually, likely one step
+        behind). tfhp's relaxed mode is the staged reads of --staged_vars, so 'relaxed' needs
+        parameter_server.
     """
     variable_update: str = 'parameter_server'
     all_reduce_spec: str = ''
@@ -41,6 +46,7 @@ class ReplicationConfig:
     agg_small_grads_max_group: int = 10
     gradient_transfer_dtype: str = 'float32'
     staged_vars: bool = False
+    variable_consistency: str = 'strong'
 
     def __post_init__(self):
         errors.require_choice(self, 'variable_update', VARIABLE_UPDATES)
@@ -48,6 +54,23 @@ class ReplicationConfig:
         errors.require(not self.staged_vars or self.variable_update == 'parameter_server',
                        '--staged_vars works with --variable_update=parameter_server only, got %r',
                        self.variable_update)
+        errors.require_choice(self, 'variable_consistency', VARIABLE_CONSISTENCIES)
+        errors.require(self.variable_consistency == 'strong' or
+                       self.variable_update == 'parameter_server',
+                       '--variable_consistency=relaxed is tfhp\'s staged reads (--staged_vars), '
+                       'which need --variable_update=parameter_server, got %r',
+                       self.variable_update)
+
+    @property
+    def staged_reads(self):
+        """Whether parameter-server reads go through staging areas (--staged_vars, or
+        --variable_consistency=relaxed): weights one update old."""
+        return self.staged_vars or self.variable_consistency == 'relaxed'
+
+    @property
+    def staged_reads_flag(self):
+        """The flag that asked for staged reads, for messages."""
+        return '--staged_vars' if self.staged_vars else '--variable_consistency=relaxed'
 
     def _check_all_reduce(self):
         if self.all_reduce_spec:

@@ -11,24 +11,32 @@ class RunConfig:
 
     Attributes:
       num_batches: timed steps.
+      num_epochs: train for this many epochs of the training set instead (tf_cnn_benchmarks'
+        alternative to num_batches; `tfhp.benchmark.resolve_epochs` turns it into num_batches
+        once the data set and global batch are known). None: num_batches is used.
       num_warmup_batches: untimed steps first (graph optimisation, allocator warm-up).
       display_every: print a progress line every this many steps.
       tf_random_seed: seed of every random op (synthetic data, initialisers, shuffling).
       train_dir: checkpoints are written here and a run resumes from the latest one.
       save_model_steps: also checkpoint every this many steps (None: only at the end).
       eval: evaluate the checkpoint in train_dir (top-1/top-5) instead of training.
+      forward_only: time inference instead of training: the forward pass alone, in inference
+        mode (batch norm's moving statistics, no dropout), from a checkpoint in train_dir if
+        there is one, else from the initial weights.
       print_training_accuracy: compute and print top-1/top-5 of training batches.
       result_file: append one JSON line per run here.
       max_ckpts_to_keep: checkpoints kept in train_dir, oldest deleted first; 0 keeps every one
         (experiments evaluate each of them afterwards).
     """
     num_batches: int = 100
+    num_epochs: Optional[float] = None
     num_warmup_batches: int = 10
     display_every: int = 10
     tf_random_seed: int = 1234
     train_dir: Optional[str] = None
     save_model_steps: Optional[int] = None
     eval: bool = False
+    forward_only: bool = False
     print_training_accuracy: bool = False
     result_file: Optional[str] = None
     max_ckpts_to_keep: int = 3
@@ -41,3 +49,8 @@ class RunConfig:
                        '--save_model_steps needs --train_dir')
         errors.require(not self.eval or self.train_dir,
                        '--eval needs --train_dir (the checkpoint to evaluate)')
+        errors.require_positive(self, 'num_epochs', optional=True)
+        errors.require(not (self.forward_only and self.eval),
+                       '--forward_only and --eval are two modes; use one')
+        errors.require(not (self.forward_only and self.save_model_steps),
+                       '--forward_only trains nothing; drop --save_model_steps')

@@ -4,6 +4,9 @@ norm (also as a pre-activation), LRN, dropout.
 Built from `tf.nn` ops and `tf.compat.v1.get_variable` only (no Keras), so that every op and
 variable is visible and placeable by hand. The builder owns the data format: models are written
 once and built as NHWC or NCHW by constructing the builder with a different `data_format`.
+It owns the precision the same way: weights are stored in `variable_dtype` and cast to `dtype`
+where a layer reads them (mixed precision: float32 master weights, float16 or bfloat16 compute),
+while batch norm keeps float32 parameters and statistics.
 
 Variables get stable, readable names (`conv0/weights`, `conv0/batchnorm/gamma`, ...) from a
 per-builder counter, so that the same model built twice (NHWC and NCHW, or on two towers under a
@@ -31,10 +34,15 @@ class LayerBuilder:
         moments + normalize ops; both compute the same function.
       bn_decay: decay of the moving mean and variance.
       bn_epsilon: variance epsilon.
+      dtype: the dtype layers compute in (inputs must already be in it): float32, float16 or
+        bfloat16.
+      variable_dtype: the dtype weights and biases are stored in (float32 master weights by
+        default; float16 for tf_cnn_benchmarks' --fp16_vars). Batch-norm variables are float32
+        whatever it is: the fused kernel takes float32 parameters for 16-bit inputs.
     """
 
     def __init__(self, data_format=NHWC, is_training=True, fuse_batchnorm=True,
-                 bn_decay=0.997, bn_epsilon=1e-5):
+                 bn_decay=0.997, bn_epsilon=1e-5, dtype=tf.float32, variable_dtype=tf.float32):
         if data_format not in (NHWC, NCHW):
             raise ValueError('data_format must be NHWC or NCHW, got %r' % (data_format,))
         self.data_format = data_format
@@ -42,6 +50,8 @@ class LayerBuilder:
         self.fuse_batchnorm = fuse_batchnorm
         self.bn_decay = bn_decay
         self.bn_epsilon = bn_epsilon
+        self.dtype = tf.as_dtype(dtype)
+        self.variable_dtype = tf.as_dtype(variable_dtype)
         self._counts = collections.Counter()
 
     # -- shapes -------------------------------------------------------------------------------
@@ -69,6 +79,18 @@ class LayerBuilder:
         if self.data_format == NHWC:
             return [1, size[0], size[1], 1]
         return [1, 1, size[0], size[1]]
+
+    def _weight(self, name, shape, initializer):
+        """A new weight variable (in variable_dtype), as read in the compute dtype.
+
+        Gradients flow through the cast back to the stored variable, so the optimizer updates
+        the master copy in its own dtype.
+        """
+        variable = tf.get_variable(name, shape, dtype=self.variable_dtype,
+                                   initializer=initializer)
+        if variable.dtype.base_dtype == self.dtype:
+            return variable
+        return tf.cast(variable, self.dtype)
 
     # -- layers -------------------------------------------------------------------------------
 
@@ -102,8 +124,8 @@ class LayerBuilder:
         else:
             init = tf.truncated_normal_initializer(stddev=stddev)
         with tf.variable_scope(name):
-            weights = tf.get_variable('weights', [kernel[0], kernel[1], in_channels, filters],
-                                      initializer=init)
+            weights = self._weight('weights', [kernel[0], kernel[1], in_channels, filters],
+                                   init)
             if isinstance(padding, int):
                 x = self._pad(x, padding)
                 padding = 'VALID'
@@ -138,9 +160,9 @@ class LayerBuilder:
         channels = self.channels(x)
         with tf.variable_scope(name):
             # A depthwise filter's fan-in is its window alone: He init over kernel area.
-            weights = tf.get_variable(
+            weights = self._weight(
                 'weights', [kernel[0], kernel[1], channels, 1],
-                initializer=tf.variance_scaling_initializer(scale=2.0, mode='fan_in'))
+                tf.variance_scaling_initializer(scale=2.0, mode='fan_in'))
             if isinstance(padding, int):
                 x = self._pad(x, padding)
                 padding = 'VALID'
@@ -160,7 +182,7 @@ class LayerBuilder:
         return tf.pad(x, [[0, 0], [0, 0], [pad, pad], [pad, pad]])
 
     def _bias(self, y, size):
-        biases = tf.get_variable('biases', [size], initializer=tf.zeros_initializer())
+        biases = self._weight('biases', [size], tf.zeros_initializer())
         return tf.nn.bias_add(y, biases, data_format=self.data_format if y.shape.ndims == 4
                               else None)
 
@@ -174,7 +196,7 @@ class LayerBuilder:
         else:
             init = tf.truncated_normal_initializer(stddev=stddev)
         with tf.variable_scope(name):
-            weights = tf.get_variable('weights', [in_units, units], initializer=init)
+            weights = self._weight('weights', [in_units, units], init)
             y = self._bias(tf.matmul(x, weights), units)
             if activation is not None:
                 y = activation(y)
@@ -232,11 +254,16 @@ class LayerBuilder:
         """Local response normalisation across channels (no parameters).
 
         tf.nn.lrn normalises over the last axis only (on CPU and GPU), so an NCHW input is
-        transposed to NHWC and back.
+        transposed to NHWC and back. It has no bfloat16 kernel (TF 2.21's CPU build fails at
+        run time), so a bfloat16 input is normalised in float32.
         """
         if self.data_format == NCHW:
             x = tf.transpose(x, [0, 2, 3, 1])
-        y = tf.nn.lrn(x, depth_radius=depth_radius, bias=bias, alpha=alpha, beta=beta)
+        dtype = x.dtype
+        if dtype == tf.bfloat16:
+            x = tf.cast(x, tf.float32)
+        y = tf.cast(tf.nn.lrn(x, depth_radius=depth_radius, bias=bias, alpha=alpha, beta=beta),
+                    dtype)
         if self.data_format == NCHW:
             y = tf.transpose(y, [0, 3, 1, 2])
         return y
@@ -293,6 +320,11 @@ class LayerBuilder:
         return y, moving_mean, moving_variance
 
     def _composite(self, x, gamma, beta, moving_mean, moving_variance):
+        """Moments and normalisation in float32 (16-bit moments lose the small variances)."""
+        if x.dtype != tf.float32:
+            y, mean, variance = self._composite(tf.cast(x, tf.float32), gamma, beta,
+                                                moving_mean, moving_variance)
+            return tf.cast(y, x.dtype), mean, variance
         axes = [0, 1, 2] if self.data_format == NHWC else [0, 2, 3]
         shape = [1, 1, 1, -1] if self.data_format == NHWC else [1, -1, 1, 1]
         if not self.is_training:

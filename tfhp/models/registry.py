@@ -103,17 +103,27 @@ register('null_dense', null.dense, 8, 1, 0.005)
 register('null_sparse', null.sparse, 8, 1, 0.005)
 
 
-def _resnet_learning_rate(batch_size):
-    # The reference benchmarks give ResNets a base rate of 0.128 per 256 images (the paper
-    # starts at 0.1 for 256) and scale it linearly with the batch.
-    return 0.128 * batch_size / 256
+# The reference benchmarks give ImageNet ResNets a base rate of 0.128 per 256 images (the paper
+# starts at 0.1 for 256) and scale it linearly with the batch (--resnet_base_lr changes it).
+RESNET_BASE_RATE = 0.128
+RESNET_BASE_BATCH = 256
+
+
+def resnet_learning_rate(batch_size, base_rate=RESNET_BASE_RATE):
+    """An ImageNet ResNet's default rate for `batch_size` images per device."""
+    return base_rate * batch_size / RESNET_BASE_BATCH
+
+
+def has_resnet_rate(spec):
+    """Whether `spec` is an ImageNet ResNet, whose default rate scales with the batch."""
+    return spec.family == IMAGENET and spec.name.startswith('resnet')
 
 
 for _depth, _batch_size in ((50, 64), (101, 32), (152, 32)):
     for _version, _suffix in (('v1', ''), ('v1.5', '_v1.5'), ('v2', '_v2')):
         register('resnet%d%s' % (_depth, _suffix),
                  functools.partial(resnet.build, depth=_depth, version=_version),
-                 224, _batch_size, _resnet_learning_rate(_batch_size))
+                 224, _batch_size, resnet_learning_rate(_batch_size))
 
 # CIFAR-10 nets, at 32x32. The reference benchmarks train them with piecewise-constant rates
 # that start at these.

@@ -30,13 +30,14 @@ Staged = collections.namedtuple('Staged', [
 ])
 
 
-def _host_of(device):
+def host_of(device):
     """The CPU of the task that owns `device` (checks run there: Assert has CPU kernels only)."""
     spec = tf.DeviceSpec.from_string(device or '/cpu:0')
     return spec.replace(device_type='CPU', device_index=0).to_string()
 
 
-def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY):
+def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY,
+          fill_hint='run the warm-up before the first step'):
     """Builds a staging area on `device` fed with `tensors`.
 
     Args:
@@ -44,6 +45,7 @@ def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY):
       device: device string of the area, e.g. '/cpu:0' or '/gpu:1'.
       name: base of the area's shared name (made unique in the graph).
       capacity: most sets the area may hold; a put into a full area fails.
+      fill_hint: what the error of a get from the empty area tells the user to run first.
     Returns:
       A `Staged` tuple.
     Raises:
@@ -60,7 +62,7 @@ def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY):
     with tf.name_scope(shared_name):
         with tf.device(device):
             size = tf.raw_ops.StageSize(**area, name='size')
-        with tf.device(_host_of(device)):
+        with tf.device(host_of(device)):
             room = tf.debugging.Assert(
                 size < capacity,
                 ['staging area %s already holds %d sets: a put would block (the warm-up ran '
@@ -68,8 +70,8 @@ def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY):
                 name='check_room')
             filled = tf.debugging.Assert(
                 size > 0,
-                ['staging area %s is empty: a get would block (run the warm-up before the '
-                 'first step)' % shared_name], name='check_filled')
+                ['staging area %s is empty: a get would block (%s)' % (shared_name, fill_hint)],
+                name='check_filled')
         with tf.device(device):
             with tf.control_dependencies([room]):
                 put_op = tf.raw_ops.Stage(values=flat, capacity=capacity,

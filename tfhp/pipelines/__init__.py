@@ -40,14 +40,16 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
     pattern = example_format.shard_pattern(data_config.data_dir,
                                            'train' if train else 'validation')
     common = dict(train=train, data_format=data_format, dtype=dtype,
-                  distortions=data_config.distortions, color=data_config.distort_color,
+                  distortions=data_config.distortions, crop_flip=data_config.random_crop_flip,
                   seed=seed, staged=data_config.staged_input,
                   skip_corrupt=data_config.skip_corrupt_records, data_name=data_name)
     if data_config.use_datasets:
         return datasets.DatasetPipeline(
             pattern, batch_size, image_size, num_classes,
             num_private_threads=data_config.datasets_num_private_threads,
-            prefetch_buffer_size=data_config.datasets_prefetch_buffer_size, **common)
+            prefetch_buffer_size=data_config.datasets_prefetch_buffer_size,
+            use_caching=data_config.datasets_use_caching,
+            repeat_cached_sample=data_config.datasets_repeat_cached_sample, **common)
     return records.RecordsPipeline(
         pattern, batch_size, image_size, num_classes,
         parallelism=data_config.record_input_parallelism,

@@ -12,7 +12,10 @@ prefetch at all: each step pulls its batches from the iterator and copies them a
 
 Epochs: files are reshuffled and records shuffled within an epoch, never across, so every
 record of an epoch is read exactly once before the next epoch starts. With `train=False` the
-order is the files' order and records are not shuffled.
+order is the files' order and records are not shuffled. `use_caching` keeps the first epoch's
+records (still encoded) in memory and replays them, reshuffled, in every later epoch: no file
+is read again. `repeat_cached_sample` reads one record and repeats it forever (the reference
+benchmarks' way to time everything after the read at memory speed).
 
 Skipping corrupt records (`skip_corrupt=True`): an element whose preprocessing fails is
 dropped, and a running count travels with the elements to the step, which stores it in a
@@ -42,26 +45,30 @@ class DatasetPipeline(base.Pipeline):
 
     Args:
       file_pattern, batch_size, image_size, num_classes, train, data_format, dtype,
-        distortions, color, staged, skip_corrupt, data_name: as for `records.RecordsPipeline`.
+        distortions, crop_flip, staged, skip_corrupt, data_name: as for
+        `records.RecordsPipeline`.
       num_private_threads: size of a thread pool private to this pipeline (0: TF's shared
         pool).
       prefetch_buffer_size: batches prefetched on the host (when staged).
       shuffle_buffer_size: records in the shuffle buffer (training).
       seed: seed of the file and record shuffles.
+      use_caching: keep the records in memory after the first epoch.
+      repeat_cached_sample: repeat the first record forever.
     Raises:
       record_input.InputFilesError: the pattern cannot feed a reader (checked at once).
     """
 
     def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
-                 data_format='NHWC', dtype=tf.float32, distortions=True, color=False,
+                 data_format='NHWC', dtype=tf.float32, distortions=False, crop_flip=True,
                  num_private_threads=0, prefetch_buffer_size=1,
                  shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, seed=301, staged=True,
-                 skip_corrupt=False, data_name=None):
+                 skip_corrupt=False, data_name=None, use_caching=False,
+                 repeat_cached_sample=False):
         self.files = record_input.list_files(file_pattern, keep_broken=skip_corrupt)
         self._pattern = file_pattern
         self._batch_size = batch_size
         self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
-                                                    distortions, color, data_format, dtype,
+                                                    distortions, crop_flip, data_format, dtype,
                                                     data_name)
         self._train = train
         self._num_private_threads = num_private_threads
@@ -70,6 +77,8 @@ class DatasetPipeline(base.Pipeline):
         self._seed = seed
         self._staged = staged
         self._skip_corrupt = skip_corrupt
+        self._use_caching = use_caching
+        self._repeat_cached_sample = repeat_cached_sample
 
     def records(self):
         """The serialized records, epoch after epoch (shuffled when training).
@@ -89,6 +98,10 @@ class DatasetPipeline(base.Pipeline):
         records = files.interleave(
             read, cycle_length=min(len(self.files), INTERLEAVE_CYCLE_LENGTH),
             num_parallel_calls=AUTOTUNE, deterministic=not self._train)
+        if self._repeat_cached_sample:
+            return records.take(1).cache().repeat()
+        if self._use_caching:
+            records = records.cache()
         if self._train:
             records = records.shuffle(self._shuffle_buffer_size, seed=self._seed)
         return records.repeat()
@@ -143,7 +156,8 @@ class DatasetPipeline(base.Pipeline):
                         tf.data.experimental.prefetch_to_device(towers[0]))
                 batch = self._next_batch(tf.data.make_one_shot_iterator(dataset), counter)
             return software_pipeline.Chain(outputs=[batch], put_ops=[], warmup_ops=[],
-                                           drain_ops=[], sizes=[], clear_op=tf.no_op())
+                                           drain_ops=[], sizes=[], names=[],
+                                           clear_op=tf.no_op())
         with tf.device(host), tf.name_scope(scopes.INPUT):
             iterator = tf.data.make_one_shot_iterator(dataset)
 

@@ -4,16 +4,21 @@ One serialized Example in, one (image, label) pair out, built from ops that depe
 but that record, so that a batch's examples are processed in parallel:
 
   training:    distorted bounding-box crop (decoding only the crop window of the JPEG), random
-               left-right flip, bilinear resize, optional colour distortion;
+               left-right flip, bilinear resize (the reference benchmarks always crop and flip;
+               `crop_flip=False` resizes the whole image), and with `distortions` random
+               colour distortion;
   evaluation:  decode, central crop of 87.5%, bilinear resize.
 
 CIFAR-10 (`data_name='cifar10'`) has its own, the standard augmentation of the ResNet paper
-(He et al. 2015, section 4.2) that the reference benchmarks use for it:
+(He et al. 2015, section 4.2) that the reference benchmarks apply with `distortions`:
 
-  training:    decode (PNG or JPEG), pad 4 zero pixels on each side, random image_size crop,
-               random left-right flip;
+  training:    decode (PNG or JPEG), and with `distortions`: pad 4 zero pixels on each side,
+               random image_size crop, random left-right flip;
   evaluation:  decode, and nothing else (a central crop or zero padding if image_size is not
                the stored 32).
+
+`distortions` is the reference benchmarks' --distortions: each data set's optional
+augmentation (colour for ImageNet-format data, crop and flip for CIFAR-10), off by default.
 
 Images leave scaled to [-1, 1] in the requested layout (NHWC or NCHW) and dtype (float32,
 float16 or bfloat16). A label outside [0, num_classes) is an error, like bytes that are not a
@@ -59,20 +64,20 @@ def distort_color(image):
     return tf.clip_by_value(image, 0.0, 1.0)
 
 
-def train_image(encoded, boxes, image_size, distortions=True, color=False):
+def train_image(encoded, boxes, image_size, crop_flip=True, color=False):
     """Decodes and augments one training image.
 
     Args:
       encoded: scalar string, the JPEG bytes.
       boxes: float32 [1, num_boxes, 4] object boxes (none: the whole image counts).
       image_size: output height and width.
-      distortions: random crop around the boxes and random flip; False resizes the whole
+      crop_flip: random crop around the boxes and random flip; False resizes the whole
         image.
       color: random colour distortion too.
     Returns:
       float32 [image_size, image_size, 3] in [0, 1].
     """
-    if distortions:
+    if crop_flip:
         begin, size, _ = tf.image.sample_distorted_bounding_box(
             tf.image.extract_jpeg_shape(encoded), bounding_boxes=boxes,
             min_object_covered=MIN_OBJECT_COVERED, aspect_ratio_range=ASPECT_RATIO_RANGE,
@@ -146,7 +151,7 @@ def checked_label(label, num_classes):
         return tf.identity(label)
 
 
-def example_fn(image_size, num_classes, train=True, distortions=True, color=False,
+def example_fn(image_size, num_classes, train=True, distortions=False, crop_flip=True,
                data_format='NHWC', dtype=tf.float32, data_name=None):
     """Returns fn(serialized) -> (image, label) for one Example record.
 
@@ -154,8 +159,10 @@ def example_fn(image_size, num_classes, train=True, distortions=True, color=Fals
       image_size: output height and width.
       num_classes: labels must lie in [0, num_classes).
       train: training augmentation (True) or the evaluation crop (False).
-      distortions, color: see `train_image` (training only; CIFAR-10 has no colour
-        distortion, as in the reference benchmarks).
+      distortions: the data set's optional training augmentation (see the module docstring):
+        colour distortion for ImageNet-format data, pad, crop and flip for CIFAR-10.
+      crop_flip: ImageNet-format training images are randomly cropped and flipped (see
+        `train_image`); CIFAR-10 ignores it.
       data_format: 'NHWC' or 'NCHW' (the image has no batch dimension: HWC or CHW).
       dtype: one of IMAGE_DTYPES.
       data_name: the data set's name: CIFAR10 selects the CIFAR-10 preprocessing, any other
@@ -177,7 +184,7 @@ def example_fn(image_size, num_classes, train=True, distortions=True, color=Fals
             else:
                 image = cifar_eval_image(image, image_size)
         elif train:
-            image = train_image(encoded, boxes, image_size, distortions, color)
+            image = train_image(encoded, boxes, image_size, crop_flip, color=distortions)
         else:
             image = eval_image(encoded, image_size)
         return finish(image, data_format, dtype), checked_label(label, num_classes)

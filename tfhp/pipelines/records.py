@@ -54,8 +54,9 @@ class RecordsPipeline(base.Pipeline):
       train: training augmentation (True) or the evaluation crop (False).
       data_format: 'NHWC' or 'NCHW'.
       dtype: image dtype (float32, float16 or bfloat16).
-      distortions: random crop and flip (training).
-      color: random colour distortion (training).
+      distortions: the data set's optional training augmentation (colour for ImageNet-format
+        data, pad, crop and flip for CIFAR-10; `preprocessing.example_fn`).
+      crop_flip: ImageNet-format training images are randomly cropped and flipped.
       parallelism, buffer_size, shift_ratio, seed: RecordInput settings (`record_input.read`).
       staged: software-pipeline the stages (True) or run them in sequence.
       skip_corrupt: skip and count corrupt records instead of failing.
@@ -67,7 +68,7 @@ class RecordsPipeline(base.Pipeline):
     """
 
     def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
-                 data_format='NHWC', dtype=tf.float32, distortions=True, color=False,
+                 data_format='NHWC', dtype=tf.float32, distortions=False, crop_flip=True,
                  parallelism=16, buffer_size=10000, shift_ratio=0.0, seed=301, staged=True,
                  skip_corrupt=False, data_name=None):
         self.files = record_input.list_files(file_pattern)
@@ -78,7 +79,7 @@ class RecordsPipeline(base.Pipeline):
         self._pattern = file_pattern
         self._batch_size = batch_size
         self._example_fn = preprocessing.example_fn(image_size, num_classes, train,
-                                                    distortions, color, data_format, dtype,
+                                                    distortions, crop_flip, data_format, dtype,
                                                     data_name)
         self._reader = dict(parallelism=parallelism, buffer_size=buffer_size,
                             shift_ratio=shift_ratio, seed=seed)

@@ -11,7 +11,9 @@ Protocol (what `Chain` returns and the caller must follow):
   1. Warm-up by prefix. Before the first step the buffers must each hold one set of data; run
      `warmup_ops[:1]` (A fills S1), then `warmup_ops[:2]` (A refills S1 while B moves the first
      set into S2), ... one call per buffer (`tfhp.session.warm_up` does this). Afterwards
-     every buffer holds exactly one set (read `sizes` to see it). Running a prefix twice
+     every buffer holds exactly one set (read `sizes`, or `sizes_by_name`, to see it; and
+     `tfhp.profiling.stepping.step_through(..., sizes=sizes_by_name(chain))` records them after
+     each prefix). Running a prefix twice
      overfills a buffer, which fails naming it; skipping the warm-up makes the first get fail,
      naming its buffer.
   2. Steps. Each step runs every op in `put_ops` together with the consumer; every buffer then
@@ -39,6 +41,7 @@ Chain = collections.namedtuple('Chain', [
     'warmup_ops',  # the same ops: run warmup_ops[:k+1] for k = 0, 1, ... (see module docstring)
     'drain_ops',   # drain_ops[k] = put_ops[k+1:]: run each with the consumer to empty the buffers
     'sizes',       # sizes[i] = [size tensor of each device's area of buffer i]
+    'names',       # names[i] = [name of each device's area of buffer i], as in `sizes`
     'clear_op',    # empties every buffer
 ])
 
@@ -62,7 +65,7 @@ def chain(stages, staged=True, name='pipeline'):
       A `Chain`. When `staged` is False its op lists are empty and `outputs` are the last
       stage's tensors.
     """
-    outputs, put_ops, sizes, clears = None, [], [], []
+    outputs, put_ops, sizes, names, clears = None, [], [], [], []
     for index, stage_fn in enumerate(stages):
         groups = stage_fn() if index == 0 else stage_fn(outputs)
         if not staged:
@@ -76,9 +79,16 @@ def chain(stages, staged=True, name='pipeline'):
             put_ops.append(tf.group(*[s.put_op for s in staged_groups],
                                     name='put_s%d' % (index + 1)))
         sizes.append([s.size for s in staged_groups])
+        names.append([s.name for s in staged_groups])
         clears.extend(s.clear_op for s in staged_groups)
         outputs = [s.outputs for s in staged_groups]
     return Chain(outputs=outputs, put_ops=put_ops, warmup_ops=list(put_ops),
                  drain_ops=[put_ops[k + 1:] for k in range(len(put_ops))],
-                 sizes=sizes, clear_op=tf.group(*clears, name='clear_%s' % name))
+                 sizes=sizes, names=names, clear_op=tf.group(*clears, name='clear_%s' % name))
+
+
+def sizes_by_name(chain):
+    """{area name: its size tensor} of every staging area of `chain`, in stage order."""
+    return {name: size for names, sizes in zip(chain.names, chain.sizes)
+            for name, size in zip(names, sizes)}
 

@@ -4,7 +4,9 @@ Owns: capturing a step with FULL_TRACE and writing it as a Chrome trace (`captur
 step's RunMetadata into timed ops and cross-device transfers (`events`), the figures computed
 from them (`analysis`: busy/idle per device, time per stage, critical path, overlap) and their
 text form (`report`), stepping through a pipelined graph's warm-up (`stepping`), TensorBoard
-summaries (`summaries`) and the bottleneck verdict of `python -m tfhp.diagnose` (`bottleneck`).
+summaries (`summaries`), the bottleneck verdict of `python -m tfhp.diagnose` (`bottleneck`),
+writing the graph and the per-device graphs the runtime ran (`graphs`) and tfprof profiles of
+steps (`tfprof`).
 
 Stages are recognised from the name scopes of `tfhp.ops.scopes` alone, so the analyser knows
 nothing about any particular pipeline, model or variable manager.

@@ -16,6 +16,8 @@ Definitions (all times in microseconds, from one step's RunMetadata):
   overlap efficiency  eta = (sum busy - T) / (sum busy - max busy) over the devices, with T the
                  step time: 1 when the step costs only its busiest device, 0 when devices ran
                  one after another (None with fewer than two busy devices).
+  other share    the self time of ops under no stage scope (`events.OTHER`) over the busy time
+                 summed over devices; `other_ops` are the largest of them by self time.
 """
 import collections
 import dataclasses
@@ -66,6 +68,15 @@ class StepAnalysis:
     hidden_transfer_time: float         # part of it overlapped by compute
     overlap_efficiency: Optional[float]
     top_ops: List[TopOp]
+    # The ops of no stage with the most self time (empty when a caller builds the figures
+    # without ops, as the bottleneck tests do).
+    other_ops: List[TopOp] = dataclasses.field(default_factory=list)
+
+    @property
+    def other_share(self):
+        """Fraction of the busy time (summed over devices) that fell in no stage."""
+        busy = sum(d.busy for d in self.devices)
+        return self.stage_totals().get(events.OTHER, 0.0) / busy if busy else 0.0
 
     @property
     def transfer_bytes(self):
@@ -99,7 +110,7 @@ class StepAnalysis:
         result = dataclasses.asdict(self)
         result.update(transfer_bytes=self.transfer_bytes, overlap_percent=self.overlap_percent,
                       exposed_transfer_time=self.exposed_transfer_time,
-                      imbalance=self.imbalance)
+                      imbalance=self.imbalance, other_share=self.other_share)
         return result
 
 
@@ -114,7 +125,7 @@ def analyze(run_metadata, stages=scopes.STAGES, top=10):
     Args:
       run_metadata: a `RunMetadata` from a FULL_TRACE run (see `tfhp.session.run_traced`).
       stages: stage names recognised in op names.
-      top: how many ops to list by self time.
+      top: how many ops to list by self time, overall and among the ops of no stage.
     Returns:
       A `StepAnalysis`.
     Raises:
@@ -154,7 +165,8 @@ def analyze(run_metadata, stages=scopes.STAGES, top=10):
         count, num_bytes = links['%s->%s' % (t.src, t.dst)]
         links['%s->%s' % (t.src, t.dst)] = (count + 1, num_bytes + t.bytes)
 
-    order = sorted(range(len(ops)), key=lambda k: -shares[k])[:top]
+    by_share = sorted(range(len(ops)), key=lambda k: -shares[k])
+    other = [k for k in by_share if ops[k].stage == events.OTHER]
     return StepAnalysis(
         step_time=step_time,
         stage_names=stage_names(stages),
@@ -164,8 +176,12 @@ def analyze(run_metadata, stages=scopes.STAGES, top=10):
         transfer_time=intervals.length(transfer),
         hidden_transfer_time=intervals.overlap(transfer, compute),
         overlap_efficiency=overlap_efficiency([d.busy for d in devices], step_time),
-        top_ops=[TopOp(ops[k].name, ops[k].type, ops[k].device, ops[k].stage, shares[k],
-                       ops[k].end - ops[k].start) for k in order])
+        top_ops=[_top_op(ops[k], shares[k]) for k in by_share[:top]],
+        other_ops=[_top_op(ops[k], shares[k]) for k in other[:top]])
+
+
+def _top_op(op, self_time):
+    return TopOp(op.name, op.type, op.device, op.stage, self_time, op.end - op.start)
 
 
 def overlap_efficiency(busy_times, step_time):

@@ -1,8 +1,10 @@
 """Writing a traced step: a Chrome trace for the eye, its RunMetadata for the analyser.
 
 `write_trace(run_metadata, path)` writes `path` (Chrome trace JSON: open it in chrome://tracing
-or https://ui.perfetto.dev) and `path + RUN_METADATA_SUFFIX` (the RunMetadata proto that
-`python -m tfhp.trace` reads). Capture a step with `tfhp.session.run_traced`.
+or https://ui.perfetto.dev; or, `chrome=False`, the step's StepStats as a text proto, as
+tf_cnn_benchmarks' --use_chrome_trace_format=false) and `path + RUN_METADATA_SUFFIX` (the
+RunMetadata proto that `python -m tfhp.trace` reads). Capture a step with
+`tfhp.session.run_traced`.
 """
 import os
 
@@ -25,12 +27,14 @@ def chrome_trace(run_metadata, show_memory=False):
         show_dataflow=True, show_memory=show_memory)
 
 
-def write_trace(run_metadata, path, show_memory=False):
-    """Writes the Chrome trace to `path` and the RunMetadata beside it; returns both paths."""
+def write_trace(run_metadata, path, show_memory=False, chrome=True):
+    """Writes the Chrome trace (or, `chrome=False`, the StepStats text proto) to `path` and the
+    RunMetadata beside it; returns both paths."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     with open(path, 'w') as f:
-        f.write(chrome_trace(run_metadata, show_memory))
+        f.write(chrome_trace(run_metadata, show_memory) if chrome else
+                str(run_metadata.step_stats))
     metadata_path = path + RUN_METADATA_SUFFIX
     with open(metadata_path, 'wb') as f:
         f.write(run_metadata.SerializeToString())
@@ -62,11 +66,11 @@ def load_run_metadata(path):
     return metadata
 
 
-def trace_writer(path, show_memory, log):
+def trace_writer(path, show_memory, log, chrome=True):
     """An `on_trace(step, run_metadata)` callback (see `tfhp.session.run_steps`) that writes
     the trace to `path` and logs where."""
     def on_trace(step, run_metadata):
-        trace_path, metadata_path = write_trace(run_metadata, path, show_memory)
+        trace_path, metadata_path = write_trace(run_metadata, path, show_memory, chrome)
         log('Traced step %d: %s (analyse: python -m tfhp.trace %s)' % (step, trace_path,
                                                                        metadata_path))
     return on_trace

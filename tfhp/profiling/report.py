@@ -1,6 +1,12 @@
-"""The analyser's text report (`python -m tfhp.trace`); the README shows one and how to read it."""
+"""The analyser's text report (`python -m tfhp.trace`); docs/profiling.md shows one and how to read it."""
 import collections
 
+from tfhp.profiling import events
+
+# From this share of the busy time on, the report names the ops of no stage: enough to hide a
+# bottleneck from the stage table.
+SIGNIFICANT_OTHER_SHARE = 0.10
+OTHER_OPS_LISTED = 5
 
 def _ms(micros):
     return micros / 1000.0
@@ -33,6 +39,20 @@ def _stage_table(analysis):
     lines.append('%-14s' % 'busy' + ''.join('%*.3f' % (width, _ms(d.busy))
                                             for d in analysis.devices)
                  + '%10.3f' % _ms(sum(d.busy for d in analysis.devices)))
+    return lines
+
+
+def _other_lines(analysis):
+    """The share of the busy time in no stage; the largest such ops when it is significant."""
+    share = analysis.other_share
+    lines = ['outside every stage (other): %.1f%% of the busy time, %.3f ms' % (
+        100.0 * share, _ms(analysis.stage_totals().get(events.OTHER, 0.0)))]
+    if share >= SIGNIFICANT_OTHER_SHARE:
+        lines.append('  these ops lie outside the stages of tfhp.ops.scopes (a hand-built graph '
+                     'should build its ops under those name scopes, e.g. '
+                     'tf.name_scope(scopes.FORWARD)):')
+        lines += ['  %8.3f ms  %-14s %s (%s)' % (_ms(op.self_time), op.device, op.name, op.type)
+                  for op in analysis.other_ops[:OTHER_OPS_LISTED]]
     return lines
 
 
@@ -95,7 +115,7 @@ def format_report(analysis, title=None):
         _ms(analysis.step_time), len(analysis.devices), 100.0 * analysis.imbalance)
     sections = [
         ([title] if title else []) + [head] + _device_table(analysis),
-        _stage_table(analysis),
+        _stage_table(analysis) + _other_lines(analysis),
         _transfer_lines(analysis) + [
             'overlap efficiency eta: %s' % ('%.2f' % eta if eta is not None
                                             else 'n/a (fewer than two busy devices)')],

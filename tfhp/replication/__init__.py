@@ -1,4 +1,6 @@
-"""Variable managers. `make_variable_manager` is the only place strategy names are read."""
+"""Variable managers. `make_variable_manager` and `worker_protocol` are the only places
+strategy names are read."""
+import collections
 import functools
 
 from tfhp.ops import allreduce
@@ -15,53 +17,76 @@ from tfhp.replication import staleness
 from tfhp.replication import sync_replicas
 
 
+WorkerProtocol = collections.namedtuple('WorkerProtocol', [
+    'all_reduce',   # workers exchange gradients among themselves, no ps: each holds the
+                    # variables, talks to every other worker and forms a collective group
+    'group_leader',  # the collective group's leader task ('' without all_reduce)
+    'common_end',   # synchronous steps: every worker ends at one global step
+])
+
+
+def worker_protocol(replication_config, topology):
+    """How the workers of a between-graph job meet, for the code that runs them (which names no
+    strategy): a `WorkerProtocol`."""
+    all_reduce = replication_config.variable_update == 'collective_all_reduce'
+    return WorkerProtocol(all_reduce=all_reduce,
+                          group_leader=collective_workers.GROUP_LEADER if all_reduce else '',
+                          common_end=topology.synchronous)
+
+
 def make_variable_manager(replication_config, topology, cluster_config=None,
                           staleness_config=None):
     """Builds the VariableManager a ReplicationConfig names, for a Topology.
 
-    Asynchronous parameter-server training (cluster_config.cross_replica_sync false) gets the
-    manager wrapped in `staleness.Staleness`, which measures gradient staleness and applies
-    staleness_config's remedies; so does any in-graph run with measure_staleness.
+    Asynchronous parameter-server training (topology.synchronous false) measures
+    gradient staleness and applies staleness_config's remedies (`staleness.Staleness`): between
+    graphs its `AsyncReplicas` does so itself, in-graph the manager is wrapped; so is any
+    in-graph run with measure_staleness.
 
     Args:
       replication_config: a `tfhp.config.ReplicationConfig`.
       topology: a `tfhp.topology.Topology`.
       cluster_config: a `tfhp.config.ClusterConfig`; needed when the topology is one worker's
-        of a between-graph job, and for asynchronous training.
+        of a between-graph job (spare replicas, partitioning, the step timeout).
       staleness_config: a `tfhp.config.StalenessConfig`, or None (measure only).
     Returns:
       A `tfhp.replication.base.VariableManager`.
     """
-    manager = _make_manager(replication_config, topology, cluster_config)
-    asynchronous = (cluster_config is not None and not cluster_config.cross_replica_sync and
+    remedies = _remedies(topology, cluster_config, staleness_config)
+    manager = _make_manager(replication_config, topology, cluster_config, remedies)
+    asynchronous = (not topology.synchronous and
                     replication_config.variable_update == 'parameter_server')
     measure = (staleness_config is not None and staleness_config.measure_staleness and
                topology.graph_mode != 'between_graph')
-    if not (asynchronous or measure):
+    if isinstance(manager, staleness.Staleness) or not (asynchronous or measure):
         return manager
-    remedies = {}
+    return staleness.Staleness(manager, topology.input_device, **remedies)
+
+
+def _remedies(topology, cluster_config, staleness_config):
+    """`staleness.Staleness`'s keyword arguments but the counter device, from the configs."""
+    remedies = dict(join_timeout_s=cluster_config.step_timeout_s if cluster_config else 600.0)
     if staleness_config is not None:
-        remedies = dict(max_staleness=staleness_config.max_gradient_staleness,
+        remedies.update(max_staleness=staleness_config.max_gradient_staleness,
                         scale_by_staleness=staleness_config.scale_stale_gradients)
         # In-graph, the runner starts the other replicas late; between graphs, they wait.
         if topology.graph_mode == 'between_graph' and not topology.is_chief:
             remedies['join_after_step'] = staleness_config.async_warmup_steps
-    return staleness.Staleness(
-        manager, topology.input_device,
-        join_timeout_s=cluster_config.step_timeout_s if cluster_config else 600.0, **remedies)
+    return remedies
 
 
-def _make_manager(replication_config, topology, cluster_config):
+def _make_manager(replication_config, topology, cluster_config, remedies):
     """The manager of replication_config's strategy (see make_variable_manager)."""
     strategy = replication_config.variable_update
     if topology.graph_mode == 'between_graph':
         transfer_dtype = (None if replication_config.gradient_transfer_dtype == 'float32' else
                           replication_config.gradient_transfer_dtype)
-        return _between_graph_manager(strategy, topology, cluster_config, transfer_dtype)
+        return _between_graph_manager(strategy, topology, cluster_config, transfer_dtype,
+                                      remedies)
     if strategy == 'parameter_server':
         return parameter_server.ParameterServer(topology.tower_devices,
                                                 topology.variable_devices,
-                                                staged_vars=replication_config.staged_vars)
+                                                staged_vars=replication_config.staged_reads)
     if strategy == 'replicated':
         return replicated.Replicated(topology.tower_devices,
                                      make_all_reduce(replication_config, topology),
@@ -71,16 +96,16 @@ def _make_manager(replication_config, topology, cluster_config):
     raise ValueError('unknown variable_update %r' % (strategy,))
 
 
-def _between_graph_manager(strategy, topology, cluster, transfer_dtype):
+def _between_graph_manager(strategy, topology, cluster, transfer_dtype, remedies):
     """The manager of one worker's graph in a between-graph job (gradients sent in
-    transfer_dtype, None: their own)."""
+    transfer_dtype, None: their own; asynchronous updates' staleness remedies)."""
     worker = topology.input_device
     if strategy == 'collective_all_reduce':
         return collective_workers.CollectiveWorkers(
             topology.tower_devices, topology.num_workers, topology.is_chief,
             timeout_s=cluster.step_timeout_s, transfer_dtype=transfer_dtype)
     sync = None
-    if cluster.cross_replica_sync:
+    if topology.synchronous:
         sync = functools.partial(
             sync_replicas.SyncReplicas, worker_device=worker,
             replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
@@ -99,7 +124,7 @@ def _between_graph_manager(strategy, topology, cluster, transfer_dtype):
                                                  cluster.partition_min_bytes)
         if sync:
             return sync(placement)
-        return async_replicas.AsyncReplicas(placement, worker, transfer_dtype)
+        return async_replicas.AsyncReplicas(placement, worker, transfer_dtype, **remedies)
     raise ValueError('variable_update %r does not run between graphs' % (strategy,))
 
 

@@ -4,12 +4,18 @@ Each worker means its towers' gradients on its own CPU first, so it sends one gr
 variable to the ps per step whatever its number of towers, then applies it to the shared
 variables at once: no worker waits for another, so a slow or dead worker slows or stops no one.
 Variables live where the placement manager (a `ParameterServer` over the ps tasks) puts them.
+
+Every update's gradient staleness is measured (`tfhp.replication.staleness`, whose remedies it
+also takes): an `AsyncReplicas` is a `Staleness` over the update alone, however it is built. It
+serves in-graph replicas too (`tfhp.async_runner.build_replica_steps`, one apply per replica).
+Its counters are local variables: run `tf.local_variables_initializer()` as well.
 """
 
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import scopes
 from tfhp.replication import base
+from tfhp.replication import staleness
 from tfhp.replication import transfer
 
 
@@ -32,17 +38,10 @@ def mean_over_towers(tower_grads, device, transfer_dtype=None):
     return result
 
 
-class AsyncReplicas(base.PlacementDelegate):
-    """Every worker updates the shared variables alone, one step at a time.
+class _ApplyAlone(base.PlacementDelegate):
+    """The update of one worker: its towers' mean gradient, applied to the shared variables."""
 
-    Args:
-      placement: the manager that places variables (tower_scope, trainable_variables),
-        e.g. `ParameterServer(topology.tower_devices, topology.variable_devices)`.
-      worker_device: this worker's CPU, where its towers' gradients are meaned.
-      transfer_dtype: the dtype its gradients cross the network in (None: their own).
-    """
-
-    def __init__(self, placement, worker_device, transfer_dtype=None):
+    def __init__(self, placement, worker_device, transfer_dtype):
         super().__init__(placement)
         self._worker_device = worker_device
         self._transfer_dtype = transfer_dtype
@@ -53,3 +52,24 @@ class AsyncReplicas(base.PlacementDelegate):
         with tf.name_scope(scopes.APPLY):
             train_op = optimizer_fn().apply_gradients(grads_and_vars, global_step=global_step)
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[])
+
+
+class AsyncReplicas(staleness.Staleness):
+    """Every worker updates the shared variables alone, one step at a time, measuring each
+    update's staleness.
+
+    Create global_step before the towers (each step reads it first).
+
+    Args:
+      placement: the manager that places variables (tower_scope, trainable_variables),
+        e.g. `ParameterServer(topology.tower_devices, topology.variable_devices)`.
+      worker_device: this worker's CPU, where its towers' gradients are meaned and its
+        staleness counters live.
+      transfer_dtype: the dtype its gradients cross the network in (None: their own).
+      **remedies: `staleness.Staleness`'s max_staleness, scale_by_staleness, join_after_step
+        and join_timeout_s (none by default: measure only).
+    """
+
+    def __init__(self, placement, worker_device, transfer_dtype=None, **remedies):
+        super().__init__(_ApplyAlone(placement, worker_device, transfer_dtype), worker_device,
+                         **remedies)

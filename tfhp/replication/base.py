@@ -15,6 +15,16 @@ Update = collections.namedtuple('Update', [
 ])
 
 
+def map_values(grad, fn):
+    """fn applied to a gradient's values: a dense tensor, or an IndexedSlices' values (kept
+    sparse); None stays None. Ops are made in the caller's device and control scopes."""
+    if grad is None:
+        return None
+    if isinstance(grad, tf.IndexedSlices):
+        return tf.IndexedSlices(fn(grad.values), grad.indices, grad.dense_shape)
+    return fn(grad)
+
+
 def mean_gradient(grads):
     """Mean of one variable's tower gradients: dense tensors, or IndexedSlices kept sparse."""
     if len(grads) == 1:
@@ -74,7 +84,6 @@ class VariableManager(abc.ABC):
         Scalars, or vectors (a histogram); `tfhp.counts.values` turns their values into Python.
         """
         return {}
-
 
 
 class PlacementDelegate(VariableManager):

@@ -13,15 +13,23 @@ different values, or did not restore the chief's checkpoint, start equal.
 The runtime matches the ops of one collective across processes by (group key, instance key):
 keys come from a counter in graph-building order, which is the same on every worker because
 every worker builds the same graph. Sessions and servers need
-`ConfigProto.experimental.collective_group_leader` (`tfhp.distributed` sets it). The group of
-this manager is GROUP_KEY; other collectives between the same workers take other keys.
+`ConfigProto.experimental.collective_group_leader` (`tfhp.cluster.task.server_proto` sets it).
+The group of this manager is GROUP_KEY; other collectives between the same workers take other
+keys.
+
+The broadcast and the first refresh are the op 'init_from_chief', which the manager's hook runs
+when a session is created; it also sets this worker's flag `variables_from_chief`
+(`tfhp.replication.init_flag`), so a worker without the hook fails at its first update, naming
+that op, instead of training from its own values.
 """
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import collective
 from tfhp.ops import scopes
+from tfhp.ops import staging
 from tfhp.replication import async_replicas
 from tfhp.replication import base
+from tfhp.replication import init_flag
 from tfhp.replication import master_copies
 from tfhp.replication import transfer
 
@@ -92,7 +100,13 @@ class CollectiveWorkers(base.VariableManager):
         return assigns
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        means = async_replicas.mean_over_towers(tower_grads, self._device, self._transfer_dtype)
+        started = init_flag.InitFlag(
+            staging.host_of(self._device), 'variables_from_chief', 'init_from_chief',
+            'the variables of this worker were never taken from the chief: run the op `%s` '
+            'once per session on every worker (the hook in Update.hooks does: install it)',
+            local=True)
+        means = started.gated(async_replicas.mean_over_towers(tower_grads, self._device,
+                                                              self._transfer_dtype))
         reduced = []
         with tf.name_scope(scopes.AGGREGATE), tf.device(self._device):
             for grad, var in means:
@@ -108,5 +122,5 @@ class CollectiveWorkers(base.VariableManager):
         if self._num_workers > 1:
             start = self._broadcast_from_chief(self._copies.masters() + [global_step])
         with tf.control_dependencies(start):
-            init = self._copies.refresh(self._device)
+            init = started.init_op([self._copies.refresh(self._device)])
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[_BroadcastHook(init)])

@@ -6,6 +6,11 @@ masters. Synchronous (`sync` given): the mean goes through the `SyncReplicas` pr
 wait for the step token is the cross-replica barrier before the refresh; asynchronous: each
 worker applies its mean to the masters and refreshes at once. The masters carry the canonical
 names, so checkpoints are interchangeable with `parameter_server`'s.
+
+The copies are first filled by the op 'fill_tower_copies', which the manager's hook runs when a
+session is created; it also sets this worker's flag `tower_copies_filled`
+(`tfhp.replication.init_flag`), so a worker without the hook fails at its first update, naming
+that op, instead of applying gradients computed on zeros.
 """
 import tensorflow.compat.v1 as tf
 
@@ -13,6 +18,7 @@ from tfhp.ops import scopes
 from tfhp.replication import async_replicas
 from tfhp.replication import base
 from tfhp.replication import device_setters
+from tfhp.replication import init_flag
 from tfhp.replication import master_copies
 from tfhp.replication import transfer
 
@@ -63,9 +69,13 @@ class DistributedReplicated(base.VariableManager):
         return self._sync.counters() if self._sync else {}
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
+        filled = init_flag.InitFlag(
+            self._worker_device, 'tower_copies_filled', 'fill_tower_copies',
+            'the tower copies of this worker were never filled from the masters: run the op '
+            '`%s` once per session (the hook in Update.hooks does: install it)', local=True)
         means = async_replicas.mean_over_towers(tower_grads, self._worker_device,
                                                 self._transfer_dtype)
-        master_grads = [(g, self._copies.master_of(v)) for g, v in means]
+        master_grads = filled.gated([(g, self._copies.master_of(v)) for g, v in means])
         hooks = []
         if self._sync:
             update = self._sync.apply_worker_gradients(master_grads, optimizer_fn, global_step)
@@ -77,6 +87,6 @@ class DistributedReplicated(base.VariableManager):
                     global_step=global_step)
         with tf.name_scope(scopes.APPLY), tf.control_dependencies([step_op]):
             train_op = self._copies.refresh(self._worker_device)
-        refresh = self._copies.refresh(self._worker_device)
+        refresh = filled.init_op([self._copies.refresh(self._worker_device)])
         return base.Update(train_op=train_op, post_init_ops=[],
                            hooks=hooks + [_RefreshHook(refresh)])

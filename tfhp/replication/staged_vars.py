@@ -41,7 +41,11 @@ class StagedReads:
             with tf.name_scope(staging_scope):
                 with tf.device(variable.device):
                     value = variable.read_value()
-                area = staging.stage([value], device, name='staged_var')
+                area = staging.stage(
+                    [value], device, name='staged_var',
+                    fill_hint='run the post_init_ops of the variable manager '
+                              '(prime_staged_vars) after initialising or restoring the '
+                              'variables')
                 # Named after the variable, so name-based rules (e.g. no L2 decay on biases)
                 # treat the read like the variable.
                 with tf.device(device):

@@ -43,13 +43,9 @@ summary = counts.summary
 
 def _scaled(grad, factor):
     """grad * factor, dense or sparse; made in the caller's control dependencies."""
-    if grad is None:
-        return None
-    values = grad.values if isinstance(grad, tf.IndexedSlices) else grad
-    values = tf.identity(values) if factor is None else values * tf.cast(factor, values.dtype)
-    if isinstance(grad, tf.IndexedSlices):
-        return tf.IndexedSlices(values, grad.indices, grad.dense_shape)
-    return values
+    if factor is None:
+        return base.map_values(grad, tf.identity)
+    return base.map_values(grad, lambda values: values * tf.cast(factor, values.dtype))
 
 
 class JoinAfterStepHook(tf.train.SessionRunHook):

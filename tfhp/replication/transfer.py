@@ -8,11 +8,11 @@ reads from the ps each step still come in their own dtype.
 """
 import tensorflow.compat.v1 as tf
 
+from tfhp.replication import base
+
 
 def _cast(grad, dtype):
-    if isinstance(grad, tf.IndexedSlices):
-        return tf.IndexedSlices(tf.cast(grad.values, dtype), grad.indices, grad.dense_shape)
-    return tf.cast(grad, dtype)
+    return base.map_values(grad, lambda values: tf.cast(values, dtype))
 
 
 def narrow(grad, dtype):

@@ -1,0 +1,58 @@
+"""A task that only serves: a ps task, or an in-graph worker other than the client.
+
+It holds variables (or runs towers) for the tasks it serves and exits once every one of them
+has signalled done, failed or was lost (`servers.serve_until_done`), so a job leaves no process
+behind. A stop signal to it asks the whole job to stop (`tfhp.cluster.control`); it then serves
+on until its workers stopped, within `task.stop_bound`.
+"""
+import signal
+
+from tfhp.cluster import control
+from tfhp.cluster import errors
+from tfhp.cluster import liveness
+from tfhp.cluster import servers
+from tfhp.cluster import signals
+from tfhp.cluster import task as task_lib
+
+
+def serve(cfg, log, stop, fail):
+    """Serves the job until every task it serves is done, failed or lost (see the module doc).
+
+    Returns:
+      {'job_name', 'task_index', 'served': True}, and 'stopped_by' (the signal) when a stop
+      signal ended the job.
+    Raises:
+      errors.PeerLost: a served task failed or was lost before it signalled done.
+    """
+    cluster = cfg.cluster
+    task = task_lib.start(cfg, task_lib.server_proto(cfg), None, (), fail)
+    if cluster.graph_mode == 'in_graph':
+        job, index = task_lib.client(cluster)
+        senders = {task_lib.sender_id(cluster, job, index): servers.peers(cluster, [(job, index)])[0]}
+    else:
+        senders = dict(enumerate(servers.peers(
+            cluster, [('worker', w) for w in range(cluster.num_workers)])))
+
+    def on_stop(signum):
+        name = signal.Signals(signum).name
+        log('%s: %s: asking the job to stop' % (task.me, name))
+        task.dog.stop_by('stopping after %s' % name, task_lib.stop_bound(cluster),
+                         signals.exit_status(signum))
+        requester = control.StopRequester(task.server.target,
+                                          liveness.cpu_device(*task_lib.control_task(cluster)),
+                                          cluster.peer_timeout_s)
+        if not requester.request(signum):
+            task.dog.fail('%s: the coordinator did not take the stop request' % name,
+                          signals.exit_status(signum))
+    stop.on_stop(on_stop)
+    log('%s serving until %d task(s) are done' % (task.me, len(senders)))
+    task.watch.set_interval(liveness.steady_interval(cluster.peer_timeout_s))
+    lost = servers.serve_until_done(task.server, cluster, task.state, task.watch, senders, log)
+    if lost:
+        raise errors.PeerLost('%s: %s failed or was lost before signalling done'
+                               % (task.me, ', '.join(str(p) for p in lost)))
+    log('%s: every task is done; exiting' % task.me)
+    result = {'job_name': cluster.job_name, 'task_index': cluster.task_index, 'served': True}
+    if stop.requested:
+        result['stopped_by'] = stop.signum
+    return result

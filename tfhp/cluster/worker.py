@@ -1,0 +1,451 @@
+"""A between-graph worker: its own graph, session and steps, bounded and named on failure.
+
+It builds its graph (`benchmark.build` on a `Topology.between_graph`) with the job's control ops
+(`tfhp.cluster.control`) and its progress counter in the step, waits for its essential peers,
+starts a `sessions.TaskSession` (the chief initialises or restores from --train_dir, and writes
+checkpoints and summaries), checks that the ps tasks can reach it (a restarted worker), warms up
+its staging areas and steps: every step's phase bounded by the watchdog, a failed one ending the
+task with the peers to blame named.
+
+When a run ends: synchronous workers end at one global step, the job's end step: the global
+step the chief started from (0, or a checkpoint's) + warm-up + num_batches. Asynchronous
+workers each run warm-up + num_batches steps of their own. A stop signal (SIGTERM, SIGINT) to
+any task stops the whole job at a common step; the chief writes its checkpoint of that step as
+it closes.
+
+The result adds to the benchmark's figures: wall-clock times (epoch seconds) of its session
+start and first step and the end of every timed step (the launcher's cluster figures are
+computed from them), the global step rate it saw, and its counts (dropped late gradients,
+staleness) split into its timed steps' and its warm-up's.
+"""
+import collections
+import signal
+import time
+
+import tensorflow.compat.v1 as tf
+
+from tfhp import benchmark
+from tfhp import config as config_lib
+from tfhp import counts
+from tfhp import loops
+from tfhp import replication
+from tfhp import results
+from tfhp import session as session_lib
+from tfhp import topology as topology_lib
+from tfhp.cluster import agreement
+from tfhp.cluster import control
+from tfhp.cluster import errors
+from tfhp.cluster import liveness
+from tfhp.cluster import servers
+from tfhp.cluster import sessions
+from tfhp.cluster import signals
+from tfhp.cluster import task as task_lib
+from tfhp.cluster import watchdog
+from tfhp.data import errors as data_errors
+from tfhp.replication import collective_workers
+
+# The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
+_CONTROL_GROUP_KEY = collective_workers.GROUP_KEY + 1
+# Bound on a failing worker's telling the serving tasks (it ends the task right after).
+_LAST_WORDS_S = 5.0
+# Errors of a run that mean a peer went away (or the run was cancelled because one did).
+_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError)
+
+
+class _DelayHook(tf.train.SessionRunHook):
+    """Sleeps before every step: --straggler_mode=before_step (the compute mode's delay is an
+    op inside the step, `tower.delayed`)."""
+
+    def __init__(self, delay_s):
+        self._delay_s = delay_s
+
+    def before_run(self, run_context):
+        time.sleep(self._delay_s)
+
+
+class _RunOnceHook(tf.train.SessionRunHook):
+    """Runs an op once the session exists (the chief sets the job's end step)."""
+
+    def __init__(self, op):
+        self._op = op
+
+    def after_create_session(self, session, coord):
+        session.run(self._op)
+
+
+def _chief_hooks(cfg, built):
+    """Checkpoints (every --save_model_steps/--save_model_secs, and at the end) and summaries."""
+    train_dir, hooks = cfg.run.train_dir, []
+    if not train_dir:
+        return hooks
+    steps = cfg.run.save_model_steps
+    if cfg.cluster.save_model_secs or not steps:
+        # Without an interval: only at the start and the end (CheckpointSaverHook always
+        # writes then), as the one-process runner writes one checkpoint per run.
+        hooks.append(tf.train.CheckpointSaverHook(
+            train_dir, save_secs=cfg.cluster.save_model_secs or 10 ** 9, saver=built.saver))
+    if steps:
+        hooks.append(tf.train.CheckpointSaverHook(train_dir, save_steps=steps,
+                                                  saver=built.saver))
+    if built.summary_op is not None:
+        hooks.append(tf.train.SummarySaverHook(save_steps=cfg.profile.save_summaries_steps,
+                                               output_dir=train_dir,
+                                               summary_op=built.summary_op))
+    return hooks
+
+
+def _bytes_by_device(variables):
+    """{device: bytes of the variables placed there}: each ps task's share of the traffic."""
+    loads = {}
+    for v in variables:
+        device = tf.DeviceSpec.from_string(v.device).to_string()
+        loads[device] = loads.get(device, 0) + v.shape.num_elements() * v.dtype.size
+    return loads
+
+
+_WorkerGraph = collections.namedtuple('_WorkerGraph', [
+    'built',      # benchmark.Built (not finalized: the session's hooks add ops)
+    'train_op',   # the step, which also advances this worker's progress counter
+    'control',    # int64 [global step, end, stop] read after the step
+    'read_control',  # the same, read without a step
+    'end_after',  # {steps: op moving the job's end to the global step + steps}
+    'final',      # read once at the end: counters, loss, a checksum of the variables
+    'placement',  # _bytes_by_device of the trainable variables
+    'handshake',  # moves a tensor from this worker to every ps task (see `_handshake`)
+])
+
+
+def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
+    """The worker's graph and its extra ops (see `_WorkerGraph`).
+
+    The checksum of the variables is equal on every worker after a synchronous job, which is
+    how a run shows that per-worker copies stayed equal.
+    """
+    built = benchmark.build(cfg, topology, finalize=False)
+    with built.graph.as_default():
+        train_op = tf.group(built.ops.train_op, liveness.advance_op(topology.input_device))
+        ctl = control.WorkerControl(built.ops.global_step, coordinator_device, combine_stop)
+        final = {'counters': built.manager.counters(), 'loss': built.ops.loss,
+                 'checksum': tf.add_n([tf.reduce_sum(tf.cast(v, tf.float64))
+                                       for v in built.manager.trainable_variables(0)])}
+        # Not a constant: grappler would fold a constant onto the ps, moving nothing.
+        progress = liveness.read_progress(topology.input_device)
+        copies = []
+        for device in topology.variable_devices:
+            with tf.device(device):
+                copies.append(tf.identity(progress))
+        return _WorkerGraph(built=built, train_op=train_op, control=ctl.read_after(train_op),
+                            read_control=ctl.read(),
+                            end_after={m: ctl.end_after(m) for m in end_margins}, final=final,
+                            placement=_bytes_by_device(tf.trainable_variables()),
+                            handshake=tf.group(*copies))
+
+
+def run(cfg, log, stop, fail):
+    """Runs this between-graph worker (see the module doc); returns its result dict."""
+    cluster, index = cfg.cluster, cfg.cluster.task_index
+    topology = topology_lib.for_config(cfg)
+    protocol = replication.worker_protocol(cfg.replication, topology)
+    ps = [('ps', i) for i in range(len(cluster.ps_hosts))]
+    others = [('worker', w) for w in range(cluster.num_workers) if w != index]
+    # Without these peers this worker cannot go on; it also waits for them at the start.
+    essential = ps + (others if protocol.all_reduce else [('worker', 0)] if (
+        index != 0 and protocol.common_end) else [])
+    proto = task_lib.server_proto(cfg, protocol.group_leader)
+    task = task_lib.start(cfg, proto, agreement.settings(cfg), essential, fail)
+    dog = task.dog
+    # A failing worker tells the serving tasks, so they do not wait for it to the bound.
+    serving = task_lib.serving_tasks(cluster)
+    dog.last_words(lambda lost: servers.signal_done(
+        task.server.target, cluster,
+        [t for t in serving if t not in {(p.job, p.index) for p in lost}], index, failed=True),
+                   min(cluster.peer_timeout_s, _LAST_WORDS_S))
+    try:
+        servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
+                               cluster.peer_timeout_s)
+        return _train_worker(cfg, log, stop, task, proto, protocol, topology)
+    except config_lib.ConfigError as e:
+        # A setting at fault (a peer that never answered, the chief that never initialised,
+        # a corrupt record): ended through the watchdog, so the serving tasks hear of it.
+        dog.fail(str(e), watchdog.EXIT_MISMATCH)
+        raise
+    except Exception:
+        dog.await_failure()
+        raise
+
+
+def _train_worker(cfg, log, stop, task, proto, protocol, topology):
+    """The worker's graph, session and steps, once its essential peers answer."""
+    cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
+    collective, by_global_step = protocol.all_reduce, protocol.common_end
+    coordinator_device = liveness.cpu_device(*task_lib.control_task(cluster))
+    warm_and_timed = cfg.run.num_warmup_batches + cfg.run.num_batches
+    combine_stop = (control.all_reduce_max(cluster.num_workers, _CONTROL_GROUP_KEY, 1,
+                                           cluster.step_timeout_s) if collective else None)
+    graph = _worker_graph(cfg, topology, coordinator_device,
+                          (control.STOP_MARGIN, warm_and_timed), combine_stop)
+    built = graph.built
+    hooks = []
+    if topology.is_chief and not collective and by_global_step:
+        hooks.append(_RunOnceHook(graph.end_after[warm_and_timed]))  # before the sync hook
+    hooks += built.ops.hooks
+    if collective:
+        # After the broadcast hook: every worker starts from the chief's global step.
+        hooks.append(_RunOnceHook(graph.end_after[warm_and_timed]))
+    if cluster.straggler_delay_s(index, 'before_step'):
+        hooks.append(_DelayHook(cluster.straggler_delay_s(index, 'before_step')))
+    if topology.is_chief:
+        hooks += _chief_hooks(cfg, built)
+    filters = ['/job:worker'] if collective else ['/job:ps', '/job:worker/task:%d' % index]
+    log('worker %d: %s, %d tower(s), batch %d per tower, %d trainable parameters'
+        % (index, cfg.replication.variable_update, topology.num_towers, built.batch_size,
+           built.num_params))
+    chief = 'chief worker 0 at %s' % cluster.worker_hosts[0]
+    dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
+              2 * cluster.peer_timeout_s)
+    session_start = time.time()
+    with built.graph.as_default():
+        try:
+            sess = sessions.TaskSession(
+                task.server.target, sessions.session_config(proto, filters), built.saver,
+                initialise=topology.is_chief or collective,
+                checkpoint_dir=cfg.run.train_dir if topology.is_chief else None, hooks=hooks,
+                timeout_s=cluster.peer_timeout_s)
+        except sessions.NotInitialised:
+            raise errors.ClusterError('%s did not initialise the model within %g s'
+                                       % (chief, cluster.peer_timeout_s)) from None
+    ready_time = time.time()
+    task.watch.set_interval(liveness.steady_interval(cluster.peer_timeout_s))
+
+    def on_stop(signum):
+        name = signal.Signals(signum).name
+        log('worker %d: %s: stopping the job at a common step' % (index, name))
+        dog.stop_by('stopping after %s' % name, task_lib.stop_bound(cluster),
+                    signals.exit_status(signum))
+        control.StopRequester(task.server.target, coordinator_device,
+                              cluster.peer_timeout_s).request(signum)
+    stop.on_stop(on_stop)
+    try:
+        loop = _train_loop(sess, graph, cfg, by_global_step, stop, dog, log)
+    except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
+        corrupt = data_errors.describe_corrupt_input(cfg.data, e, 'train',
+                                                     benchmark.data_set(cfg))
+        if corrupt:
+            raise config_lib.ConfigError(corrupt) from e
+        raise
+    timeout = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
+    dog.phase('reading the final figures', cluster.peer_timeout_s)
+    final = sess.run(graph.final, options=timeout)
+    dog.phase('closing the session (the chief writes its last checkpoint)',
+              2 * cluster.peer_timeout_s)
+    sess.close()
+    # After the session closed: the chief's last checkpoint needs the ps tasks.
+    dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
+    servers.signal_done(task.server.target, cluster, task_lib.serving_tasks(cluster), index)
+    dog.phase('writing the result', None)
+    extra = timed_counts(counts.values(final['counters']),
+                         loop['warmup_counters'])
+    extra.update(final_loss=float(final['loss']), variables_checksum=float(final['checksum']),
+                 variable_bytes_by_device=graph.placement, session_start_time=session_start,
+                 session_ready_time=ready_time)
+    if stop.requested:
+        extra['stopped_by'] = stop.signum
+    return _result(cfg, built, loop, extra, log)
+
+
+def _step_runner(sess, cluster, dog, what):
+    """run(fetches) -> their values, each run a step whose phase the watchdog bounds.
+
+    A step past --step_timeout_s, or one that fails because a peer went away, ends the task
+    through the watchdog, naming the peers most likely to blame. Steps are named
+    '<what> <n>' in messages.
+    """
+    options = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
+    # The step's own timeout comes first; the watchdog's bound is the backstop.
+    bound = cluster.step_timeout_s + cluster.peer_timeout_s
+    count = [0]
+
+    def run(fetches):
+        count[0] += 1
+        step = '%s %d' % (what, count[0])
+        dog.phase(step, bound)
+        try:
+            return sess.run(fetches, options=options)
+        except tf.errors.DeadlineExceededError:
+            blame = dog.culprits()
+            dog.fail('%s did not end within --step_timeout_s=%g%s'
+                     % (step, cluster.step_timeout_s, '; ' + blame if blame else ''))
+        except _PEER_ERRORS as e:
+            named = dog.named_in(e.message)
+            blame = ('lost %s' % ', '.join(str(p) for p in named)) if named else dog.culprits()
+            dog.fail('%s failed (%s)%s' % (step, errors.cause(e.message, type(e).__name__),
+                                           '; ' + blame if blame else ''), lost=named)
+        raise errors.PeerLost(step)  # reached only where `fail` returns (a test's)
+    return run
+
+
+class _JobProgress:
+    """The job's control values as this worker's steps read them, and when its loop ends.
+
+    Synchronous workers end at the job's end step (and warm up until its timed part starts);
+    asynchronous ones after their own number of steps. Both end early when a task of the job
+    asked to stop: a synchronous worker that sees the stop first moves the end step down
+    (`control.STOP_MARGIN`), an asynchronous one stops after its step.
+    """
+
+    def __init__(self, initial, common_end, move_end, stop, announce):
+        self.step, self.end, self.stopped = (int(v) for v in initial)
+        self._common_end = common_end
+        self._move_end = move_end
+        self._stop = stop
+        self._announce = announce
+
+    def update(self, control_values):
+        """Takes the [global step, end, stop] a step fetched."""
+        first_stop = control_values[2] and not self.stopped
+        self.step, self.end, self.stopped = (int(v) for v in control_values)
+        if first_stop:
+            self._announce(self.stopped, self.step)
+            if self._common_end:
+                self._move_end()
+
+    def more(self, count, limit):
+        """Whether another step runs after `count` steps of a phase of at most `limit`."""
+        if self._common_end:
+            return self.step < self.end and (limit is None or count < limit)
+        return count < limit and not (self.stopped or self._stop.requested)
+
+
+def _handshake(sess, handshake, cluster, dog):
+    """Runs `handshake` until it succeeds: the ps tasks can reach this worker again.
+
+    The ps tasks pull every tensor a worker sends them, and after a worker died their gRPC
+    channel to its address backs off for seconds: a restarted worker's first step would fail
+    with "Failed to connect". Retried for at most --peer_timeout_s.
+    """
+    what = 'waiting for the ps tasks to reach this worker'
+    dog.phase(what, 2 * cluster.peer_timeout_s)
+    options = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
+    deadline = time.monotonic() + cluster.peer_timeout_s
+    while True:
+        try:
+            sess.run(handshake, options=options)
+            return
+        except _PEER_ERRORS as e:
+            if time.monotonic() > deadline:
+                dog.fail('%s did not end within --peer_timeout_s=%g (%s)'
+                         % (what, cluster.peer_timeout_s, errors.cause(e.message)))
+                raise errors.PeerLost(what) from e  # reached only where `fail` returns
+            time.sleep(0.2)
+
+
+def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
+    """Warm-up and timed steps (`session.run_steps`, the one timed loop); returns the timed
+    steps' `StepTimes` (None without one) and their end times and global steps.
+
+    Synchronous workers run until the job's end step (warming up until the timed part of the
+    job starts); asynchronous ones run their own warm-up + num_batches steps. Both stop early
+    when a task of the job asked to stop (the stop value).
+    """
+    run_cfg, cluster = cfg.run, cfg.cluster
+    built = graph.built
+    _handshake(sess, graph.handshake, cluster, dog)
+    timeout = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
+    dog.phase('the staging warm-up', cluster.step_timeout_s + cluster.peer_timeout_s)
+    # Fill this worker's staging areas (its own input pipeline) before the first step.
+    for k in range(len(built.ops.warmup_ops)):
+        sess.run(built.ops.warmup_ops[:k + 1], options=timeout)
+    progress = _JobProgress(
+        sess.run(graph.read_control, options=timeout), by_global_step,
+        lambda: sess.run(graph.end_after[control.STOP_MARGIN], options=timeout), stop,
+        lambda signum, step: log('worker %d: the job is asked to stop (signal %d) at global '
+                                 'step %d' % (cluster.task_index, signum, step)))
+    start_step = progress.step
+    fetch = [graph.train_op, graph.control]
+    first_step_time = []
+
+    def warm_more(count):
+        return progress.more(count, run_cfg.num_warmup_batches) and not (
+            by_global_step and progress.step >= progress.end - run_cfg.num_batches)
+
+    warm = [0]
+
+    def after_warm_step(value):
+        progress.update(value[1])
+        warm[0] += 1
+        first_step_time[:] = first_step_time or [time.time()]
+        return not warm_more(warm[0])
+
+    if warm_more(0):
+        session_lib.run_steps(sess, fetch, run_cfg.num_warmup_batches, built.images_per_step,
+                              run=_step_runner(sess, cluster, dog, 'warm-up step'),
+                              on_step=after_warm_step)
+    # The manager's counts so far, so that the result splits them into warm-up and timed.
+    warm_counters = counts.values(sess.run(graph.final['counters'], options=timeout))
+    end_times, steps = [], []
+    warm_step = progress.step
+    limit = None if by_global_step else run_cfg.num_batches
+
+    def after_timed_step(value):
+        progress.update(value[1])
+        end_times.append(time.time())
+        steps.append(progress.step)
+        first_step_time[:] = first_step_time or end_times[-1:]
+        return not progress.more(len(end_times), limit)
+
+    def on_interval(index, durations, values):
+        log(loops.format_interval(index, durations, values, built.images_per_step,
+                                  run_cfg.display_every))
+
+    timed_start = time.time()
+    times = None
+    if progress.more(0, limit):
+        times = session_lib.run_steps(
+            sess, fetch, limit, built.images_per_step,
+            [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
+            run=_step_runner(sess, cluster, dog, 'step'), on_step=after_timed_step)
+    return {'times': times, 'end_times': end_times, 'global_steps': steps,
+            'timed_start_time': timed_start,
+            'first_step_time': first_step_time[0] if first_step_time else None,
+            'warm_global_step': warm_step, 'start_global_step': start_step,
+            'warmup_steps': warm[0], 'warmup_counters': warm_counters}
+
+
+def timed_counts(end, warm):
+    """A worker's counts split into its timed steps' and its warm-up's (`warmup_<name>`), with
+    the staleness figures of its timed updates (`counts.summary`) where it measures them."""
+    timed = counts.difference(end, warm)
+    split = dict(timed, **{'warmup_' + name: value for name, value in warm.items()
+                           if name != counts.MAX})
+    split.update(counts.summary(timed))
+    return split
+
+
+def _result(cfg, built, loop, extra, log):
+    """The worker's result record (`tfhp.results`): its timed steps, its counts split into
+    warm-up and timed, and the times the launcher's job figures need."""
+    cluster, times = cfg.cluster, loop['times']
+    extra = dict(extra, warmup_steps=loop['warmup_steps'],
+                 images=times.num_steps * built.images_per_step if times else 0,
+                 dropped_images=extra.get('dropped_gradients', 0) * built.images_per_step,
+                 warmup_dropped_images=(extra.get('warmup_dropped_gradients', 0) *
+                                        built.images_per_step),
+                 **{k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
+                                         'first_step_time', 'start_global_step')})
+    if times:
+        span = loop['end_times'][-1] - loop['timed_start_time']
+        extra.update(global_step=loop['global_steps'][-1], global_steps_per_sec=(
+            (loop['global_steps'][-1] - loop['warm_global_step']) / span if span > 0 else 0.0))
+    else:
+        extra.update(global_step=loop['warm_global_step'], global_steps_per_sec=0.0)
+    result = results.record(cfg, built, times, extra)
+    if times:
+        log('worker %d: %d timed steps, images/sec: %.2f, global steps/sec: %.2f, dropped '
+            'gradients: %d timed, %d in %d warm-up steps'
+            % (cluster.task_index, times.num_steps, times.images_per_sec,
+               result['global_steps_per_sec'], result.get('dropped_gradients', 0),
+               result.get('warmup_dropped_gradients', 0), loop['warmup_steps']))
+    else:
+        log('worker %d: the job ended before this worker took a timed step'
+            % cluster.task_index)
+    return results.write(cfg, result)
