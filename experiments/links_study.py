@@ -35,7 +35,6 @@ from absl import flags
 from experiments import common
 from experiments import link_jobs
 from experiments import links_report
-from experiments import stats
 from tfhp.cluster import links
 
 FLAGS = flags.FLAGS

@@ -1,6 +1,6 @@
 """The bytes each task of a job on emulated links moves during its timed steps only.
 
-The launcher's link report (`tfhp.launch.link_report`) reads each NIC's token-bucket counters
+The launcher's link report (`tfhp.cluster.figures.link_report`) reads each NIC's token-bucket counters
 once, after the job: its bytes per step include start-up and shut-down. Measured (null_dense,
 16.8 MB of float32, 1 worker, 1 ps, 1gbit, 3 and 13 steps): the difference of the two jobs is
 17.56 MB each way per step, and each job carries one extra read of every variable (17.5 MB to the
