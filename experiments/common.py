@@ -4,7 +4,8 @@
   run_cluster   one multi-process job on this machine (`tfhp.launch`), every task's result back
   run_child     a script's own configuration in a child process, its JSON record back
   learnable_data  the small learnable image data set the convergence studies train on
-  cluster_figures  the figures a study reads from the launcher's job summary (one place)
+  cluster_figures, link_figures  the figures a study reads from the launcher's job summary
+                (one place), the second those of its emulated links
   run_in_rounds, repeat_in_rounds  each row's measurement once per repeat, rows in turn, a
                 seed per repeat; the second also summarises them
   print_table, write_records   the readable table and the JSON lines of a study
@@ -12,6 +13,7 @@
   check_plot    --plot refused at once (exit status 2) without matplotlib or a writable path
 """
 import collections
+import contextlib
 import io
 import json
 import os
@@ -29,6 +31,7 @@ from tfhp import timing
 from tfhp.config import paths
 from tfhp.data import info as info_lib
 from tfhp.data import synthetic
+from tfhp.profiling import link_traffic
 
 run_tfhp = sweep.run_tfhp
 
@@ -42,13 +45,22 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
     """Runs one job, every task its own process (`tfhp.launch.launch_job`), on loopback or on
     emulated links of the given rates.
 
+    On links, every task's NIC counters are also sampled while the job runs
+    (`tfhp.profiling.link_traffic`), and the summary's 'links' gets 'timed': the bytes per
+    global step of the chief's timed steps alone, and their bound (None where there is no
+    timed window).
     Returns:
       A `ClusterRun`.
     """
     output = io.StringIO()
-    summary, results = launch.launch_job(num_ps, num_workers, list(tfhp_args),
-                                         timeout_s=timeout_s, link_bandwidth=link_bandwidth,
-                                         ps_link_bandwidth=ps_link_bandwidth, out=output)
+    sampler = link_traffic.NicSampler() if link_bandwidth else contextlib.nullcontext()
+    with sampler:
+        summary, results = launch.launch_job(num_ps, num_workers, list(tfhp_args),
+                                             timeout_s=timeout_s, link_bandwidth=link_bandwidth,
+                                             ps_link_bandwidth=ps_link_bandwidth, out=output)
+    if 'links' in summary:
+        summary['links']['timed'] = link_traffic.timed_report(
+            sampler.samples, summary['links']['tasks'], results.get(('worker', 0), {}))
     lines = output.getvalue().splitlines()
     status = summary['status']
     error = None if status == 0 else ' | '.join(lines[-6:]) or 'exit status %d' % status
@@ -68,6 +80,28 @@ def cluster_figures(summary):
     return {'images_per_sec': summary.get('cluster_images_per_sec'),
             'global_steps_per_sec': summary.get('global_steps_per_sec'),
             'dropped_gradients': summary.get('dropped_gradients', 0)}
+
+
+def link_figures(summary):
+    """The link figures of a job on emulated links, read from its summary (see run_cluster).
+
+    Returns:
+      {} on loopback; else {'comm_bound_ms': the launcher's (start-up bytes included),
+       'timed_comm_bound_ms': the timed steps' (None without a timed window), 'link_bytes':
+       {task: (bytes sent, bytes received) per global step of the timed steps, or of the
+       whole job without a timed window}, 'link_bps': {task: its NIC's rate}}.
+    """
+    links = summary.get('links')
+    if not links:
+        return {}
+    timed = links.get('timed')
+    per_step = timed['tasks'] if timed else {
+        name: t for name, t in links['tasks'].items() if 'bytes_sent_per_step' in t}
+    return {'comm_bound_ms': links.get('comm_bound_ms'),
+            'timed_comm_bound_ms': timed['comm_bound_ms'] if timed else None,
+            'link_bytes': {name: (t['bytes_sent_per_step'], t['bytes_received_per_step'])
+                           for name, t in per_step.items()},
+            'link_bps': {name: t['link_bps'] for name, t in links['tasks'].items()}}
 
 
 def run_in_rounds(measures, repeats, base_seed):

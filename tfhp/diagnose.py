@@ -11,8 +11,18 @@ configured is skipped, and the report says why.
 Every run is a measurement only: checkpoints, summaries and result files are off.
 --plot=PATH.png also draws the traced step's time per stage on each device and each run's step
 time (`tfhp.plots.stage_breakdown`; needs matplotlib, the extra `tfhp[plots]`).
+
+Cluster mode, `python -m tfhp.diagnose --num_worker_tasks=2 --num_ps_tasks=1
+--link_bandwidth=200mbit <benchmark flags>`: runs the job with every task on an emulated link
+of that rate (`tfhp.launch`, `tfhp.cluster.links`; needs root), the same job on loopback, and
+one worker's configuration in one process (its compute alone), then prints each one's step
+time, the link exposure, the communication exposure, the bytes each NIC moved per timed step
+with the least time they take at its rate, the ps NIC's W x S / (K x B), and a verdict
+(`tfhp.profiling.link_bound`).
 """
+import contextlib
 import dataclasses
+import io
 import os
 import sys
 import tempfile
@@ -28,14 +38,26 @@ from tfhp import cli
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp.config import paths
+from tfhp import launch
 from tfhp import plots
+from tfhp.cluster import links as links_lib
 from tfhp.data import info as data_info
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 from tfhp.profiling import capture
+from tfhp.profiling import link_bound
+from tfhp.profiling import link_traffic
 
 flags.DEFINE_string('plot', None, 'Also draw the report (stage breakdown, step times) as this '
                     'PNG; needs matplotlib: pip install -e \'.[plots]\'.')
+flags.DEFINE_integer('num_worker_tasks', 0, 'Cluster mode: diagnose a job of this many worker '
+                     'tasks on this machine (0: one process).')
+flags.DEFINE_integer('num_ps_tasks', 1, 'Cluster mode: ps tasks of the job.')
+flags.DEFINE_string('link_bandwidth', None, 'Cluster mode: every task\'s NIC rate (tc units: '
+                    '200mbit, 1gbit); needs root and iproute2.')
+flags.DEFINE_string('ps_link_bandwidth', None, 'Cluster mode: the ps tasks\' NIC rate '
+                    '(default: --link_bandwidth).')
+flags.DEFINE_float('job_timeout_s', 900.0, 'Cluster mode: bound on each job.')
 
 
 def _replace(cfg, section, **fields):
@@ -114,6 +136,144 @@ def diagnose(cfg, log=print):
                                cfg.device.num_devices, shared_cores=cores)
 
 
+# Flags the diagnosed job's tasks do not get: the launcher sets the first, and diagnose runs
+# measure only (no checkpoints, summaries, traces or result files).
+_NOT_FOR_TASKS = set(launch._OWN_FLAGS) | {  # pylint: disable=protected-access
+    'train_dir', 'save_model_steps', 'save_model_secs', 'save_summaries_steps', 'trace_file',
+    'trace_step', 'trace_memory'}
+
+
+def task_args(values):
+    """The benchmark flags given on the command line, as every task of the job gets them."""
+    return [f.serialize() for f in values.get_flags_for_module(cli)
+            if f.present and f.name not in _NOT_FOR_TASKS]
+
+
+def worker_config(values, num_ps, num_workers):
+    """Worker 0's configuration, as its task builds it (ConfigError where it would refuse)."""
+    names = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts')
+    saved = {name: values[name].value for name in names}
+    try:
+        values.job_name, values.task_index = 'worker', 0
+        values.ps_hosts = ['127.0.0.1:%d' % (2000 + k) for k in range(num_ps)]
+        values.worker_hosts = ['127.0.0.1:%d' % (3000 + w) for w in range(num_workers)]
+        return cli.config_from_flags(values)
+    finally:
+        for name, value in saved.items():
+            values[name].value = value
+
+
+def one_process_config(cfg):
+    """One worker's configuration in one process: its towers and batch, no cluster.
+
+    Between-graph-only updates become `parameter_server` (on one device every manager computes
+    the same), gradients stay float32 (their narrowing is part of what a cluster sends).
+    """
+    replication = cfg.replication
+    if replication.variable_update in config_lib.DISTRIBUTED_VARIABLE_UPDATES:
+        replication = dataclasses.replace(replication, variable_update='parameter_server')
+    replication = dataclasses.replace(replication, gradient_transfer_dtype='float32')
+    return dataclasses.replace(measurement(cfg), replication=replication,
+                               cluster=config_lib.ClusterConfig())
+
+
+def _run_job(num_ps, num_workers, args, timeout_s, link_bandwidth=None, ps_link_bandwidth=None):
+    """(summary, chief result, timed link report or None); ConfigError if the job failed."""
+    output = io.StringIO()
+    sampler = link_traffic.NicSampler() if link_bandwidth else contextlib.nullcontext()
+    with sampler:
+        summary, results = launch.launch_job(num_ps, num_workers, args, timeout_s=timeout_s,
+                                             link_bandwidth=link_bandwidth,
+                                             ps_link_bandwidth=ps_link_bandwidth, out=output)
+    chief = results.get(('worker', 0))
+    if summary['status'] or not chief or not chief.get('num_steps'):
+        tail = ' | '.join(output.getvalue().splitlines()[-4:])
+        raise config_lib.ConfigError('the job %s failed (status %d): %s' % (
+            'on %s links' % link_bandwidth if link_bandwidth else 'on loopback',
+            summary['status'], tail))
+    timed = None
+    if link_bandwidth:
+        timed = link_traffic.timed_report(sampler.samples, summary['links']['tasks'], chief)
+    return summary, chief, timed
+
+
+def diagnose_cluster(values, num_ps, num_workers, link_bandwidth, ps_link_bandwidth=None,
+                     timeout_s=900.0, log=print):
+    """Runs the job on shaped links, on loopback and one worker in one process; diagnoses it.
+
+    Args:
+      values: the parsed flags (the benchmark's configuration).
+      num_ps, num_workers: the job's tasks.
+      link_bandwidth, ps_link_bandwidth: the NICs' rates (tc units).
+      timeout_s: bound on each job.
+      log: called with a line as each run starts.
+    Returns:
+      (`tfhp.profiling.link_bound.LinkDiagnosis`, {'shaped', 'loopback', 'one process':
+      their summaries and results}).
+    Raises:
+      tfhp.config.ConfigError: a flag the job refuses, a bad rate, links this machine cannot
+        make (one line naming what is missing), or a job failed.
+    """
+    try:  # before any work: a bad rate, or a machine that cannot make links
+        for rate in filter(None, (link_bandwidth, ps_link_bandwidth)):
+            links_lib.parse_rate(rate)
+        links_lib.check_available()
+    except ValueError as e:
+        raise config_lib.ConfigError(str(e)) from None
+    cfg = worker_config(values, num_ps, num_workers)
+    single = one_process_config(cfg)  # refused before any job runs, if it is
+    args = task_args(values)
+    log('running the job on %s links (%d ps, %d workers) ...' % (link_bandwidth, num_ps,
+                                                                  num_workers))
+    shaped, shaped_chief, timed = _run_job(num_ps, num_workers, args, timeout_s,
+                                           link_bandwidth, ps_link_bandwidth)
+    log('running the job on loopback ...')
+    loopback, loopback_chief, _ = _run_job(num_ps, num_workers, args, timeout_s)
+    log('running one worker\'s configuration in one process ...')
+    one = benchmark.run(single, log=lambda _: None)
+    links = shaped['links']
+    per_step = timed['tasks'] if timed else {
+        name: t for name, t in links['tasks'].items() if 'bytes_sent_per_step' in t}
+    measured = {name: (t['bytes_sent_per_step'], t['bytes_received_per_step'])
+                for name, t in per_step.items()}
+    rates = {name: t['link_bps'] for name, t in links['tasks'].items()}
+    update = cfg.replication.variable_update
+    expected = None
+    if update in link_bound.PS_UPDATES + ('collective_all_reduce',):
+        model_bytes = 4 * shaped_chief['num_params']
+        ps_bytes = link_bound.ps_task_bytes(shaped_chief.get('variable_bytes_by_device', {}),
+                                            num_ps)
+        if update != 'collective_all_reduce' and not sum(ps_bytes):
+            ps_bytes = [model_bytes / num_ps] * num_ps  # masters not among the placement
+        scale = 0.5 if cfg.replication.gradient_transfer_dtype != 'float32' else 1.0
+        expected = link_bound.expected_traffic(update, num_workers, model_bytes,
+                                               ps_bytes if num_ps else None, scale)
+    diagnosis = link_bound.diagnose_cluster(
+        shaped_chief['step_time_ms']['p50'], loopback_chief['step_time_ms']['p50'],
+        one['step_time_ms']['p50'], measured, rates, expected,
+        synchronous=cfg.cluster.cross_replica_sync)
+    return diagnosis, {'shaped': shaped, 'loopback': loopback, 'one process': one,
+                       'timed_links': timed}
+
+
+def _main_cluster(values):
+    if not values.link_bandwidth:
+        raise config_lib.ConfigError('--num_worker_tasks diagnoses a job on emulated links: '
+                                     'give --link_bandwidth (e.g. 200mbit)')
+    if values.plot:
+        raise config_lib.ConfigError('--plot draws the one-process report; it does not apply '
+                                     'with --num_worker_tasks')
+    compat.enable_graph_mode()  # for the one-process run
+    diagnosis, runs = diagnose_cluster(values, values.num_ps_tasks, values.num_worker_tasks,
+                                       values.link_bandwidth, values.ps_link_bandwidth,
+                                       values.job_timeout_s)
+    if not runs['timed_links']:
+        print('(no timed window was sampled: the bytes per step include start-up)')
+    print(link_bound.format_cluster_diagnosis(diagnosis, labels=(
+        'on %s links' % values.link_bandwidth, 'on loopback', 'one process (compute)')))
+    return 0
+
+
 def main(argv):
     """Prints the bottleneck report of the configuration the flags describe."""
     if len(argv) > 1:
@@ -121,6 +281,8 @@ def main(argv):
               file=sys.stderr)
         return 2
     try:
+        if cli.FLAGS.num_worker_tasks:
+            return _main_cluster(cli.FLAGS)
         cfg = cli.config_from_flags(cli.FLAGS)
         if cli.FLAGS.plot:
             plots.check_available()

@@ -10,6 +10,7 @@ or a shaded band. A None median or bound (a target not reached) is left out of t
 
   accuracy_curves   accuracy vs images and vs seconds, a median line and a band per series
   line_panels       y vs x with min-max error bars, one panel per group, optional reference lines
+  bar_panels        grouped bars of medians with min-max error bars, one panel per figure
   stage_breakdown   the diagnose report: self time per stage and device, step time per run
 """
 import io
@@ -119,8 +120,11 @@ def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None
     Args:
       path: the PNG to write.
       panels: [(panel title, series, reference lines)] or (..., reference lines, y label);
-        series: [(label, xs, summaries)]; reference lines: [(y, label)] drawn dashed across
-        the panel (e.g. memcpy bandwidth).
+        series: [(label, xs, summaries)] or (label, xs, summaries, style): style is a dict of
+        matplotlib line options (e.g. {'color': 'C0', 'linestyle': '--'} for a bound drawn
+        beside the measured series), and 'dodge': False keeps its xs where they are (a
+        computed line, not a measurement among others at the same x); reference lines: [(y, label)] drawn dashed across the
+        panel (e.g. memcpy bandwidth).
       xlabel, ylabel: axis labels, with units (a panel's own y label wins).
       logx, logy: log scales (for x or y spanning decades); a linear y starts at 0.
       title: the figure's title.
@@ -133,15 +137,19 @@ def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None
                                    squeeze=False, sharey=sharey)
     for ax, panel in zip(axes[0], panels):
         panel_title, series, references = panel[:3]
-        for index, (label, xs, summaries) in enumerate(series):
+        for index, (label, xs, summaries) in enumerate(s[:3] for s in series):
             points = _present(xs, summaries)
             if not points:
                 continue
+            style = dict(marker='o', markersize=4, capsize=3)
+            style.update(series[index][3] if len(series[index]) > 3 else {})
+            xs = [x for x, _ in points]
+            if style.pop('dodge', True):
+                xs = _dodged(xs, index, len(series), logx)
             medians = [s['median'] for _, s in points]
             below = [s['median'] - s['min'] for _, s in points]
             above = [0.0 if s['max'] is None else s['max'] - s['median'] for _, s in points]
-            ax.errorbar(_dodged([x for x, _ in points], index, len(series), logx), medians,
-                        yerr=[below, above], marker='o', markersize=4, capsize=3, label=label)
+            ax.errorbar(xs, medians, yerr=[below, above], label=label, **style)
         for y, label in references:
             ax.axhline(y, color='black', linestyle='--', linewidth=1, label=label)
         ax.set_xscale('log' if logx else 'linear')
@@ -160,6 +168,42 @@ def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None
         ax.set_xlabel(xlabel)
         ax.set_ylabel(panel[3] if len(panel) > 3 else ylabel)
         ax.grid(alpha=0.3, which='both')
+        ax.legend(fontsize=7)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    _save(figure, path)
+
+
+def bar_panels(path, panels, title=None):
+    """One panel per figure: groups of bars (a bar per series), medians, min-max error bars.
+
+    Args:
+      path: the PNG to write.
+      panels: [(panel title, y label, groups, series)]; groups: the x labels; series:
+        [(label, summaries)], one summary (or None: no bar) per group.
+      title: the figure's title.
+    """
+    pyplot = _pyplot()
+    figure, axes = pyplot.subplots(1, len(panels), figsize=(5.0 * len(panels) + 1, 4.2),
+                                   squeeze=False)
+    for ax, (panel_title, ylabel, groups, series) in zip(axes[0], panels):
+        width = 0.8 / max(1, len(series))
+        for index, (label, summaries) in enumerate(series):
+            bars = [(g, s) for g, s in enumerate(summaries)
+                    if s is not None and s['median'] is not None]
+            if not bars:
+                continue
+            xs = [g - 0.4 + width * (index + 0.5) for g, _ in bars]
+            medians = [s['median'] for _, s in bars]
+            errors = [[s['median'] - s['min'] for _, s in bars],
+                      [0.0 if s['max'] is None else s['max'] - s['median'] for _, s in bars]]
+            ax.bar(xs, medians, width=width * 0.95, yerr=errors, capsize=3, label=label)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.set_title(panel_title, fontsize=10)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3, axis='y')
         ax.legend(fontsize=7)
     if title:
         figure.suptitle(title, fontsize=10)

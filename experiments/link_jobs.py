@@ -1,0 +1,116 @@
+"""One job on emulated links and its figures, for experiments/links_study.py.
+
+`measure` runs a job (`common.run_cluster`, every task in a network namespace with a
+token-bucket-shaped NIC, or on loopback) and returns its record:
+  labels, 'rate' ('loopback' or a tc rate), 'num_ps', 'num_workers', 'seed', 'status', 'error';
+  measured figures (summarised over repeats by the study): global_step_ms (1000 / the chief's
+    global steps per second over its timed steps), images_per_sec, dropped_gradients,
+    comm_bound_ms (the launcher's: start-up bytes included), timed_comm_bound_ms (the timed
+    steps' bytes of the busiest NIC at its rate, busier direction), ps_sent_mb and
+    ps_received_mb (per global step, the busiest ps task), worker_sent_mb and
+    worker_received_mb (per step, the workers' mean), and vs_turns (global_step_ms / turns_ms);
+  expected figures, the same every repeat (`tfhp.profiling.link_bound`): model_mb (S, the
+    float32 variables), bound_ms (the busiest NIC's expected bytes at its rate, busier
+    direction: W x S / (K x B) at the ps), turns_ms (both directions in turn: a synchronous ps
+    step's estimate).
+"""
+import statistics
+
+from experiments import common
+from tfhp.profiling import link_bound
+
+# Model name -> its tfhp flags. null_dense: one 16 MiB float32 vector and no compute, the pure
+# parameter-traffic probe; lenet: a real model (two convolutions, 35 ms a step of batch 32 on
+# this 2-core CPU) whose bytes are 97% one dense layer, like VGG's first fully connected layer;
+# trivial: the tests' few-millisecond job.
+MODELS = {
+    'null_dense': ['--model=null_dense', '--batch_size=1', '--weight_decay=0'],
+    'lenet': ['--model=lenet', '--batch_size=32', '--num_classes=10'],
+    'trivial': ['--model=trivial', '--image_size=8', '--batch_size=2', '--num_classes=10',
+                '--weight_decay=0'],
+}
+# Every job bounds its waits generously: nine processes importing TensorFlow on 2 busy cores
+# took 69 s to their sessions. Parameter-server jobs also split variables of 1 MiB and more
+# over the ps tasks (PARTITION), so that K ps tasks share the one big vector.
+COMMON_ARGS = ['--display_every=1000', '--peer_timeout_s=240']
+PARTITION = '--partition_min_bytes=%d' % (1 << 20)
+FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_ms',
+           'timed_comm_bound_ms', 'ps_sent_mb', 'ps_received_mb', 'worker_sent_mb',
+           'worker_received_mb', 'vs_turns')
+_SCALES = {'float16': 0.5, 'bfloat16': 0.5}
+
+
+def job_args(model, steps, warmup_steps, extra=()):
+    """The tfhp flags of a job of `model` (a MODELS key) with its timed and warm-up steps;
+    `extra` may name another --variable_update (default parameter_server, partitioned)."""
+    ps = _flag(extra, 'variable_update', 'parameter_server') == 'parameter_server'
+    return (MODELS[model] + COMMON_ARGS + ([PARTITION] if ps else []) +
+            ['--num_batches=%d' % steps, '--num_warmup_batches=%d' % warmup_steps] +
+            list(extra))
+
+
+def _flag(args, name, default):
+    values = [a.split('=', 1)[1] for a in args if a.startswith('--%s=' % name)]
+    return values[-1] if values else default
+
+
+def expected(chief, num_ps, num_workers, rates, tfhp_args):
+    """{'model_mb', 'bound_ms', 'turns_ms'} of a job from its chief's result (module doc)."""
+    update = _flag(tfhp_args, 'variable_update', 'parameter_server')
+    if 'num_params' not in chief or update not in link_bound.PS_UPDATES + (
+            'collective_all_reduce',):
+        return {}
+    model_bytes = 4.0 * chief['num_params']
+    ps_bytes = None
+    if num_ps and update != 'collective_all_reduce':
+        ps_bytes = link_bound.ps_task_bytes(chief.get('variable_bytes_by_device', {}), num_ps)
+        if not sum(ps_bytes):  # distributed_replicated's masters are not trainable variables
+            ps_bytes = [model_bytes / num_ps] * num_ps
+    traffic = link_bound.expected_traffic(
+        update, num_workers, model_bytes, ps_bytes,
+        _SCALES.get(_flag(tfhp_args, 'gradient_transfer_dtype', 'float32'), 1.0))
+    figures = {'model_mb': model_bytes / 1e6}
+    if rates:
+        figures['bound_ms'] = max(link_bound.bound_ms(traffic, rates)[0].values())
+        sync = _flag(tfhp_args, 'cross_replica_sync', 'true') != 'false'
+        if ps_bytes and sync:
+            figures['turns_ms'] = link_bound.turns_ms(traffic, rates)
+    return figures
+
+
+def figures(summary, results, num_ps, num_workers, tfhp_args):
+    """The record's figures (module doc) from a job's summary and results."""
+    record = {k: v for k, v in common.cluster_figures(summary).items() if v is not None}
+    rate = record.pop('global_steps_per_sec', None)
+    if rate:
+        record['global_step_ms'] = 1000.0 / rate
+    links = common.link_figures(summary)
+    record.update({k: links[k] for k in ('comm_bound_ms', 'timed_comm_bound_ms')
+                   if links.get(k) is not None})
+    moved = links.get('link_bytes', {})
+    for job, pick in (('ps', max), ('worker', statistics.mean)):
+        tasks = [v for name, v in moved.items() if name.startswith(job + ' ')]
+        if tasks:
+            record[job + '_sent_mb'] = pick(s for s, _ in tasks) / 1e6
+            record[job + '_received_mb'] = pick(r for _, r in tasks) / 1e6
+    record.update(expected(results.get(('worker', 0), {}), num_ps, num_workers,
+                           links.get('link_bps'), tfhp_args))
+    if record.get('turns_ms') and record.get('global_step_ms'):
+        record['vs_turns'] = record['global_step_ms'] / record['turns_ms']
+    return record
+
+
+def measure(labels, num_ps, num_workers, tfhp_args, rate, seed, ps_rate=None,
+            timeout_s=1200.0):
+    """Runs one job with seed on links of `rate` ('loopback': none); returns its record."""
+    args = list(tfhp_args) + ['--tf_random_seed=%d' % seed]
+    shaped = rate != 'loopback'
+    run = common.run_cluster(num_ps, num_workers, args, timeout_s=timeout_s,
+                             link_bandwidth=rate if shaped else None,
+                             ps_link_bandwidth=ps_rate if shaped else None)
+    record = dict(labels, rate=rate, num_ps=num_ps, num_workers=num_workers, seed=seed,
+                  status=run.summary['status'], job=run.summary)
+    if run.error:
+        record['error'] = run.error
+    record.update(figures(run.summary, run.results, num_ps, num_workers, args))
+    return record

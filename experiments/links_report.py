@@ -1,0 +1,295 @@
+"""Tables, marks, conclusions and plots of experiments/links_study.py, one of each per study.
+
+REPORTS[study](records) marks each record against its study's reference (stats.mark), prints
+the table and the conclusion computed from the medians; PLOTS[study](records, path) draws it.
+Records are `stats.combine`d records of `link_jobs.measure`.
+"""
+import collections
+
+from experiments import common
+from experiments import link_jobs
+from experiments import stats
+from tfhp import plots
+
+
+def _median(record, key):
+    value = record.get(key)
+    return value['median'] if stats.is_summary(value) else value
+
+
+def _groups(records, key):
+    groups = collections.OrderedDict()
+    for record in records:
+        groups.setdefault(key(record), []).append(record)
+    return groups
+
+
+def _mark(records, group_key, is_reference):
+    for group in _groups(records, group_key).values():
+        reference = next((r for r in group if is_reference(r)), None)
+        if reference:
+            stats.mark(group, reference, link_jobs.FIGURES)
+
+
+def fit(points):
+    """(intercept, slope, r squared) of the least-squares line through [(x, y)]; None for fewer
+    than 2 distinct xs."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    n = len(points)
+    if len(set(xs)) < 2:
+        return None
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
+    intercept = mean_y - slope * mean_x
+    total = sum((y - mean_y) ** 2 for y in ys)
+    residual = sum((y - intercept - slope * x) ** 2 for x, y in points)
+    return intercept, slope, 1.0 - residual / total if total else 1.0
+
+
+def saturation_conclusion(records):
+    """Lines: per model, rate and ps count, the step's growth per worker (a line fitted through
+    the medians) against the in-turn estimate's, and that of the step less the same job's on
+    loopback (the links' part) where loopback ran; per ps count above one, its step over 1
+    ps's at each worker count."""
+    lines = []
+    loopback = {(r['model'], r['num_ps'], r['num_workers']): _median(r, 'global_step_ms')
+                for r in records if r['rate'] == 'loopback'}
+    by_job = _groups(records, lambda r: (r['model'], r['rate'], r['num_ps']))
+    for (model, rate, k), group in by_job.items():
+        steps = [(r['num_workers'], _median(r, 'global_step_ms')) for r in group
+                 if _median(r, 'global_step_ms') is not None]
+        measured = fit(steps)
+        if not measured:
+            continue
+        line = '%s %s, %d ps: step = %.0f + %.0f ms x W (fit over W = %s, r^2 %.3f)' % (
+            model, rate, k, measured[0], measured[1], ', '.join(str(w) for w, _ in steps),
+            measured[2])
+        estimate = fit([(r['num_workers'], r['turns_ms']) for r in group if r.get('turns_ms')])
+        if estimate and estimate[1] > 0:
+            line += '; the in-turn estimate grows %.0f ms per worker: measured / estimate %.2f' % (
+                estimate[1], measured[1] / estimate[1])
+        links_part = fit([(w, ms - loopback[(model, k, w)]) for w, ms in steps
+                          if loopback.get((model, k, w)) is not None])
+        if rate != 'loopback' and links_part:
+            line += '; less loopback\'s step: %.0f + %.0f ms x W' % links_part[:2]
+        lines.append(line)
+    one_ps = {(r['model'], r['rate'], r['num_workers']): r for r in records if r['num_ps'] == 1}
+    for (model, rate, k), group in by_job.items():
+        ratios = []
+        for r in group:
+            base = one_ps.get((model, rate, r['num_workers']))
+            if k > 1 and base and _median(base, 'global_step_ms') and _median(
+                    r, 'global_step_ms'):
+                ratios.append('W=%d %.2f%s' % (r['num_workers'], _median(r, 'global_step_ms') /
+                                               _median(base, 'global_step_ms'),
+                                               _marked(r, 'global_step_ms')))
+        if ratios:
+            lines.append('%s %s, %d ps / 1 ps, step time: %s' % (model, rate, k,
+                                                                 ', '.join(ratios)))
+    return lines
+
+
+def _marked(record, key):
+    return ' *' if record.get('vs_reference', {}).get(key) in ('lower', 'higher') else ''
+
+
+def _report(records, columns, reference, conclusion):
+    common.print_table(records, columns, reference)
+    for line in conclusion(records):
+        print(line)
+
+
+_LINK_COLUMNS = [('step ms', 'global_step_ms', '%.0f'), ('W S/(K B) ms', 'bound_ms', '%.0f'),
+                 ('in turn ms', 'turns_ms', '%.0f'), ('step/in turn', 'vs_turns', '%.2f'),
+                 ('timed bound ms', 'timed_comm_bound_ms', '%.0f'),
+                 ('launcher bound ms', 'comm_bound_ms', '%.0f')]
+
+
+def report_saturation(records):
+    _mark(records, lambda r: (r['model'], r['rate'], r['num_workers']),
+          lambda r: r['num_ps'] == 1)
+    _report(records, [('model', 'model', None), ('rate', 'rate', None), ('ps', 'num_ps', '%d'),
+                      ('workers', 'num_workers', '%d')] + _LINK_COLUMNS + [
+                          ('ps MB out', 'ps_sent_mb', '%.1f'),
+                          ('ps MB in', 'ps_received_mb', '%.1f')],
+            'the same job on 1 ps', saturation_conclusion)
+
+
+def report_modes(records):
+    _mark(records, lambda r: r['num_workers'], lambda r: r['label'].endswith(', 1 ps') and
+          r['label'].startswith('parameter_server'))
+
+    def conclusion(done):
+        lines = []
+        for workers, group in _groups(done, lambda r: r['num_workers']).items():
+            lines += stats.differences(
+                'step ms, %d workers' % workers, [(r['label'], r['global_step_ms'])
+                                                  for r in group if 'global_step_ms' in r],
+                '%.0f', below='is faster than')
+        return lines
+    _report(records, [('mode', 'label', None), ('workers', 'num_workers', '%d'),
+                      ('rate', 'rate', None)] + _LINK_COLUMNS + [
+                          ('worker MB out', 'worker_sent_mb', '%.1f'),
+                          ('worker MB in', 'worker_received_mb', '%.1f')],
+            'parameter_server, 1 ps, on as many workers', conclusion)
+
+
+def precision_conclusion(records):
+    """Lines: per update and 16-bit dtype, time saved vs float32 against bytes saved."""
+    lines = []
+    for update, group in _groups(records, lambda r: r['update']).items():
+        base = next((r for r in group if r['dtype'] == 'float32'), None)
+        for r in group:
+            if r is base or not base:
+                continue
+            step, step32 = _median(r, 'global_step_ms'), _median(base, 'global_step_ms')
+            up, up32 = _median(r, 'worker_sent_mb'), _median(base, 'worker_sent_mb')
+            down, down32 = (_median(r, 'worker_received_mb'),
+                            _median(base, 'worker_received_mb'))
+            if None in (step, step32, up, up32, down, down32):
+                continue
+            lines.append(
+                '%s, %s: step %.0f%% shorter than float32%s; a worker sends %.2f of float32\'s '
+                'bytes (%.1f of %.1f MB) and receives %.2f; its link carries %.0f%% fewer bytes'
+                % (update, r['dtype'], 100.0 * (1 - step / step32),
+                   _marked(r, 'global_step_ms'), up / up32, up, up32, down / down32,
+                   100.0 * (1 - (up + down) / (up32 + down32))))
+    return lines
+
+
+def report_precision(records):
+    _mark(records, lambda r: r['update'], lambda r: r['dtype'] == 'float32')
+    _report(records, [('update', 'update', None), ('gradients', 'dtype', None),
+                      ('workers', 'num_workers', '%d'), ('rate', 'rate', None)] +
+            _LINK_COLUMNS + [('worker MB out', 'worker_sent_mb', '%.2f'),
+                             ('worker MB in', 'worker_received_mb', '%.2f'),
+                             ('ps MB in', 'ps_received_mb', '%.1f')],
+            'the same update in float32', precision_conclusion)
+
+
+def backup_conclusion(records):
+    """Lines: per rate, what the straggler costs without and with a backup worker."""
+    lines = []
+    for rate, group in _groups(records, lambda r: r['rate']).items():
+        by = {r['configuration']: _median(r, 'global_step_ms') for r in group}
+        base = by.get('every gradient, no straggler')
+        if not base:
+            continue
+        parts = ['%s %.2f%s' % (r['configuration'], by[r['configuration']] / base,
+                                _marked(r, 'global_step_ms'))
+                 for r in group if by[r['configuration']] and r['configuration'] != (
+                     'every gradient, no straggler')]
+        lines.append('%s: global step time over every gradient without a straggler (%.0f ms): '
+                     '%s' % (rate, base, ', '.join(parts)))
+    return lines
+
+
+def report_backup(records):
+    _mark(records, lambda r: r['rate'], lambda r: r['configuration'] == (
+        'every gradient, no straggler'))
+    _report(records, [('rate', 'rate', None), ('configuration', 'configuration', None),
+                      ('R', 'replicas_to_aggregate', '%d'), ('workers', 'num_workers', '%d'),
+                      ('step ms', 'global_step_ms', '%.0f'),
+                      ('images/s', 'images_per_sec', '%.1f'),
+                      ('dropped', 'dropped_gradients', '%d'),
+                      ('timed bound ms', 'timed_comm_bound_ms', '%.0f'),
+                      ('ps MB out', 'ps_sent_mb', '%.1f'), ('ps MB in', 'ps_received_mb',
+                                                            '%.1f')],
+            'every gradient awaited without a straggler, at the same rate', backup_conclusion)
+
+
+REPORTS = {'saturation': report_saturation, 'modes': report_modes,
+           'precision': report_precision, 'backup': report_backup}
+
+
+# Style of a computed line (a bound, an estimate) beside the measured series.
+_COMPUTED = {'marker': None, 'capsize': 0, 'dodge': False, 'linewidth': 1}
+
+
+def _exact(values):
+    return [None if v is None else stats.summarise([v]) for v in values]
+
+
+def plot_saturation(records, path):
+    """Step time vs workers, a panel per model and rate; a colour per ps count: measured
+    (median, min-max), the in-turn estimate dashed, the per-direction bound dotted."""
+    panels = []
+    for (model, rate), group in _groups(records, lambda r: (r['model'], r['rate'])).items():
+        series = []
+        for index, (k, rows) in enumerate(_groups(group, lambda r: r['num_ps']).items()):
+            xs = [r['num_workers'] for r in rows]
+            color = 'C%d' % index
+            series.append(('%d ps, measured' % k, xs, [r.get('global_step_ms') for r in rows],
+                           {'color': color}))
+            if any(r.get('turns_ms') for r in rows):
+                series.append(('%d ps, reads and gradients in turn' % k, xs,
+                               _exact([r.get('turns_ms') for r in rows]),
+                               dict(_COMPUTED, color=color, linestyle='--')))
+                series.append(('%d ps, W S / (K B)' % k, xs,
+                               _exact([r.get('bound_ms') for r in rows]),
+                               dict(_COMPUTED, color=color, linestyle=':')))
+        panels.append(('%s, %s links' % (model, rate), series, []))
+    workers = sorted({r['num_workers'] for r in records})
+    plots.line_panels(path, panels, 'workers', 'global step time, ms',
+                      title='parameter-server saturation on emulated links: median and min-max '
+                      'of %d repeats' % records[0]['repeats'],
+                      xticks=[(w, str(w)) for w in workers])
+
+
+def plot_modes(records, path):
+    """Step time vs workers per mode (measured, and its estimate dashed)."""
+    series = []
+    for index, (label, rows) in enumerate(_groups(records, lambda r: r['label']).items()):
+        xs = [r['num_workers'] for r in rows]
+        series.append((label, xs, [r.get('global_step_ms') for r in rows],
+                       {'color': 'C%d' % index}))
+        estimate = [r.get('turns_ms') or r.get('bound_ms') for r in rows]
+        if any(estimate):
+            series.append(('_estimate', xs, _exact(estimate), dict(_COMPUTED, color='C%d' % index,
+                                                          linestyle='--')))
+    workers = sorted({r['num_workers'] for r in records})
+    plots.line_panels(path, [('%s on %s links' % (records[0]['model'], records[0]['rate']),
+                              series, [])], 'workers', 'global step time, ms',
+                      title='synchronous modes (dashed: the in-turn estimate, or the ring\'s '
+                      'bound); %d repeats' % records[0]['repeats'],
+                      xticks=[(w, str(w)) for w in workers])
+
+
+def plot_precision(records, path):
+    """Bars: step time, and a worker's bytes sent and received per step, per update and dtype."""
+    updates = list(_groups(records, lambda r: r['update']))
+    by = {(r['update'], r['dtype']): r for r in records}
+    dtypes = list(_groups(records, lambda r: r['dtype']))
+
+    def series(key):
+        return [(d, [by.get((u, d), {}).get(key) for u in updates]) for d in dtypes]
+    plots.bar_panels(path, [('global step time', 'ms', updates, series('global_step_ms')),
+                            ('a worker sends per step', 'MB', updates,
+                             series('worker_sent_mb')),
+                            ('a worker receives per step', 'MB', updates,
+                             series('worker_received_mb'))],
+                     title='gradients sent in 16 bits, %d workers on %s links: median and '
+                     'min-max of %d repeats' % (records[0]['num_workers'], records[0]['rate'],
+                                                records[0]['repeats']))
+
+
+def plot_backup(records, path):
+    """Bars: global step time and dropped gradients per rate and configuration."""
+    rates = list(_groups(records, lambda r: r['rate']))
+    by = {(r['rate'], r['configuration']): r for r in records}
+    configurations = list(_groups(records, lambda r: r['configuration']))
+
+    def series(key):
+        return [(c, [by.get((rate, c), {}).get(key) for rate in rates])
+                for c in configurations]
+    plots.bar_panels(path, [('global step time', 'ms', rates, series('global_step_ms')),
+                            ('late gradients dropped (timed steps)', 'gradients', rates,
+                             series('dropped_gradients'))],
+                     title='one straggler, one backup worker (%d workers, 1 ps): median and '
+                     'min-max of %d repeats' % (records[0]['num_workers'],
+                                                records[0]['repeats']))
+
+
+PLOTS = {'saturation': plot_saturation, 'modes': plot_modes, 'precision': plot_precision,
+         'backup': plot_backup}

@@ -1,0 +1,208 @@
+"""The trade-offs of distributed training on emulated network links, on one machine.
+
+Every job runs through `tfhp.launch` with each task in a network namespace of its own and a NIC
+shaped by a token bucket both ways (`tfhp.cluster.links`; needs root), so the link, not
+loopback's memory speed, carries the parameters. Studies (--studies):
+  saturation  parameter-server step time vs workers (--workers) with 1, 2, 3 ps tasks
+              (--num_ps), at each link rate (--rates), for the dense null model (16 MiB, no
+              compute) and a real small model (lenet, 6.7 MB), next to the bound W x S / (K x B)
+              of the ps NIC per direction and the estimate of a synchronous step whose reads and
+              gradients take turns (twice that); `*`: range apart from the same job on 1 ps.
+  modes       parameter_server (1 and 2 ps) vs distributed_replicated vs collective all-reduce,
+              synchronous, at one rate (--modes_rate); `*`: apart from parameter_server, 1 ps.
+  precision   float32 vs bfloat16 vs float16 gradient transfer (--precision_updates) at one
+              rate: time saved against bytes saved; `*`: apart from the same job in float32.
+  backup      one straggler (--straggler_delay_ms in its compute) and one backup worker
+              (--replicas_to_aggregate = workers - 1), on loopback and on a shaped link;
+              `*`: apart from every gradient awaited without a straggler at the same rate.
+Each job runs --repeats times (seeds --tf_random_seed + r), in rounds over all jobs; figures are
+median [min-max] (experiments/stats.py; `link_jobs.py` defines them). Bytes per step are those
+of the chief's timed steps (`tfhp.profiling.link_traffic`). Prints a table and a conclusion per
+study and one JSON line per job (--result_file); --plot draws each study (PATH.png, or
+PATH_<study>.png when several run).
+
+  python -m experiments.links_study --studies=saturation --plot=saturation.png
+  python -m experiments.links_study --studies=saturation --workers=1,2,3,4,5,6 --num_ps=1,2,3
+  python -m experiments.links_study --studies=modes,precision,backup --repeats=3
+"""
+import functools
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from experiments import common
+from experiments import link_jobs
+from experiments import links_report
+from tfhp.cluster import links
+
+FLAGS = flags.FLAGS
+STUDIES = ('saturation', 'modes', 'precision', 'backup')
+
+
+def define_flags():
+    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    flags.DEFINE_list('studies', list(STUDIES), 'Studies to run: %s.' % ', '.join(STUDIES))
+    flags.DEFINE_list('models', ['null_dense', 'lenet'], 'saturation: models (%s).'
+                      % ', '.join(link_jobs.MODELS))
+    flags.DEFINE_list('rates', ['300mbit', '1gbit'], 'saturation: link rates (tc units, or '
+                      'loopback).')
+    flags.DEFINE_list('workers', ['1', '2', '4', '6'], 'saturation: worker counts.')
+    flags.DEFINE_list('num_ps', ['1', '2'], 'saturation: ps task counts.')
+    flags.DEFINE_list('modes', list(MODES), 'modes: the modes (%s).' % ', '.join(
+        '%s: %s' % (name, label) for name, (label, _, _) in MODES.items()))
+    flags.DEFINE_string('modes_model', 'null_dense', 'modes: model.')
+    flags.DEFINE_string('modes_rate', '1gbit', 'modes: link rate.')
+    flags.DEFINE_list('modes_workers', ['2', '4'], 'modes: worker counts.')
+    flags.DEFINE_string('precision_model', 'null_dense', 'precision: model.')
+    flags.DEFINE_string('precision_rate', '1gbit', 'precision: link rate.')
+    flags.DEFINE_integer('precision_workers', 2, 'precision: workers.')
+    flags.DEFINE_list('precision_updates', ['parameter_server', 'collective_all_reduce'],
+                      'precision: variable updates (also distributed_replicated).')
+    flags.DEFINE_string('backup_model', 'null_dense', 'backup: model.')
+    flags.DEFINE_list('backup_rates', ['loopback', '1gbit'], 'backup: link rates.')
+    flags.DEFINE_integer('backup_workers', 3, 'backup: workers (one of them the straggler).')
+    flags.DEFINE_float('straggler_delay_ms', 1000.0, 'backup: the straggler\'s delay per step.')
+    flags.DEFINE_integer('steps', 5, 'Timed steps per job.')
+    flags.DEFINE_integer('warmup_steps', 1, 'Untimed steps per job.')
+    flags.DEFINE_integer('repeats', 3, 'Runs of each job (seeds --tf_random_seed + r).')
+    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
+    flags.DEFINE_string('result_file', None, 'Append one JSON line per job here.')
+    flags.DEFINE_string('plot', None, 'Draw each study here (PNG; PATH_<study>.png when '
+                        'several run; needs matplotlib).')
+
+
+def _row(labels, num_ps, num_workers, args, rate):
+    return functools.partial(link_jobs.measure, labels, num_ps, num_workers, args, rate)
+
+
+def saturation_rows(models, rates, num_ps, workers, steps, warmup_steps):
+    """Measurements (seed -> record): every model x rate x ps count x worker count."""
+    return [_row({'study': 'saturation', 'model': model,
+                  'label': '%s %s, %d ps' % (model, rate, k)}, k, w,
+                 link_jobs.job_args(model, steps, warmup_steps), rate)
+            for model in models for rate in rates for k in num_ps for w in workers]
+
+
+# --modes name -> (label, ps tasks, tfhp flags) of the modes study; all synchronous.
+MODES = {
+    'ps': ('parameter_server, 1 ps', 1, ['--variable_update=parameter_server']),
+    'ps2': ('parameter_server, 2 ps', 2, ['--variable_update=parameter_server']),
+    'replicated': ('distributed_replicated, 1 ps', 1,
+                   ['--variable_update=distributed_replicated']),
+    'all_reduce': ('collective_all_reduce', 0, ['--variable_update=collective_all_reduce']),
+}
+
+
+def modes_rows(model, rate, workers, steps, warmup_steps, modes=tuple(MODES)):
+    """Measurements of each mode (MODES keys) on `rate` links, per worker count."""
+    return [_row({'study': 'modes', 'model': model, 'label': MODES[m][0]}, MODES[m][1], w,
+                 link_jobs.job_args(model, steps, warmup_steps, MODES[m][2]), rate)
+            for w in workers for m in modes]
+
+
+DTYPES = ('float32', 'bfloat16', 'float16')
+
+
+def precision_rows(model, rate, num_workers, updates, steps, warmup_steps):
+    """Measurements of each update with gradients sent in each dtype."""
+    return [_row({'study': 'precision', 'model': model, 'update': update, 'dtype': dtype,
+                  'label': '%s, %s' % (update, dtype)},
+                 0 if update == 'collective_all_reduce' else 1, num_workers,
+                 link_jobs.job_args(model, steps, warmup_steps, [
+                     '--variable_update=' + update, '--gradient_transfer_dtype=' + dtype]),
+                 rate)
+            for update in updates for dtype in DTYPES]
+
+
+def backup_configurations(num_workers, delay_ms):
+    """[(label, replicas to aggregate, tfhp flags)]; the last worker is the straggler."""
+    straggler = ['--straggler_workers=%d' % (num_workers - 1), '--straggler_mode=compute',
+                 '--straggler_delay_ms=%g' % delay_ms]
+    return [('every gradient, no straggler', num_workers, []),
+            ('every gradient, straggler', num_workers, straggler),
+            ('one backup, straggler', num_workers - 1, straggler),
+            ('one backup, no straggler', num_workers - 1, [])]
+
+
+def backup_rows(model, rates, num_workers, delay_ms, steps, warmup_steps):
+    """Measurements of each backup configuration at each rate, 1 ps."""
+    return [_row({'study': 'backup', 'model': model, 'configuration': label,
+                  'replicas_to_aggregate': r, 'label': '%s, %s' % (rate, label)}, 1,
+                 num_workers, link_jobs.job_args(model, steps, warmup_steps, args + [
+                     '--replicas_to_aggregate=%d' % r]), rate)
+            for rate in rates for label, r, args in backup_configurations(num_workers,
+                                                                           delay_ms)]
+
+
+def _ints(values):
+    return [int(v) for v in values]
+
+
+def rows(studies):
+    """{study: its measurements}, from the flags."""
+    steps = (FLAGS.steps, FLAGS.warmup_steps)
+    make = {
+        'saturation': lambda: saturation_rows(FLAGS.models, FLAGS.rates, _ints(FLAGS.num_ps),
+                                              _ints(FLAGS.workers), *steps),
+        'modes': lambda: modes_rows(FLAGS.modes_model, FLAGS.modes_rate,
+                                    _ints(FLAGS.modes_workers), *steps, modes=FLAGS.modes),
+        'precision': lambda: precision_rows(FLAGS.precision_model, FLAGS.precision_rate,
+                                            FLAGS.precision_workers, FLAGS.precision_updates,
+                                            *steps),
+        'backup': lambda: backup_rows(FLAGS.backup_model, FLAGS.backup_rates,
+                                      FLAGS.backup_workers, FLAGS.straggler_delay_ms, *steps),
+    }
+    return {study: make[study]() for study in studies}
+
+
+def plot_path(path, study, several):
+    """PATH, or PATH_<study>.png when several studies share --plot."""
+    if not several:
+        return path
+    root, ext = os.path.splitext(path)
+    return '%s_%s%s' % (root, study, ext or '.png')
+
+
+def _check_flags():
+    common.check_choices('studies', FLAGS.studies, STUDIES)
+    common.check_choices('models', FLAGS.models + [FLAGS.modes_model, FLAGS.precision_model,
+                                                   FLAGS.backup_model], link_jobs.MODELS)
+    common.check_choices('modes', FLAGS.modes, MODES)
+    common.check_choices('precision_updates', FLAGS.precision_updates, (
+        'parameter_server', 'distributed_replicated', 'collective_all_reduce'))
+    if FLAGS.backup_workers < 2:
+        raise app.UsageError('--backup_workers=%d: a backup needs at least 2 workers'
+                             % FLAGS.backup_workers)
+    for rate in FLAGS.rates + FLAGS.backup_rates + [FLAGS.modes_rate, FLAGS.precision_rate]:
+        if rate != 'loopback':
+            links.parse_rate(rate)
+
+
+def main(argv):
+    del argv
+    try:
+        _check_flags()
+        links.check_available()
+    except ValueError as e:  # LinksUnavailable and a bad rate are ValueErrors
+        print('links_study: %s' % e, file=sys.stderr)
+        return 2
+    common.check_plot(FLAGS.plot)
+    measures = rows(FLAGS.studies)
+    order = [(study, i) for study in FLAGS.studies for i in range(len(measures[study]))]
+    records = common.repeat_in_rounds([measures[s][i] for s, i in order], FLAGS.repeats,
+                                      FLAGS.tf_random_seed, link_jobs.FIGURES)
+    for study in FLAGS.studies:
+        done = [r for (s, _), r in zip(order, records) if s == study]
+        links_report.REPORTS[study](done)
+        common.write_records(done, FLAGS.result_file)
+        if FLAGS.plot:
+            links_report.PLOTS[study](done, plot_path(FLAGS.plot, study,
+                                                      len(FLAGS.studies) > 1))
+    return 0
+
+
+if __name__ == '__main__':
+    define_flags()
+    app.run(lambda argv: sys.exit(main(argv)))

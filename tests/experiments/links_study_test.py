@@ -1,0 +1,141 @@
+"""The links study: its arithmetic from hand-made records, and each study at a tiny size.
+
+The jobs need emulated links (root, network namespaces, tc); where the machine cannot make
+them those tests are skipped with the reason. Each runs the trivial model at 8x8 for 2 steps.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments import common
+from experiments import link_jobs
+from experiments import links_report
+from experiments import links_study
+from experiments import stats
+from tfhp.cluster import links
+
+ROOT = common.REPO_ROOT
+
+
+@pytest.fixture
+def available():
+    try:
+        links.check_available()
+    except links.LinksUnavailable as e:
+        pytest.skip(str(e))
+
+
+def _record(model, rate, k, w, step_ms, turns_ms=None, repeats=(0.95, 1.0, 1.05)):
+    record = {'model': model, 'rate': rate, 'num_ps': k, 'num_workers': w, 'repeats': 3,
+              'global_step_ms': stats.summarise([step_ms * f for f in repeats])}
+    if turns_ms:
+        record['turns_ms'] = turns_ms
+    return record
+
+
+def test_saturation_conclusion_fits_the_growth_per_worker_and_the_ps_ratio():
+    # 1 ps: 100 + 900 ms per worker; 2 ps: about half; loopback: 50 ms per worker.
+    records = [_record('null_dense', '300mbit', 1, w, 100 + 900 * w, 936 * w)
+               for w in (1, 2, 4)]
+    records += [_record('null_dense', '300mbit', 2, w, 100 + 450 * w, 468 * w)
+                for w in (1, 2, 4)]
+    records += [_record('null_dense', 'loopback', 1, w, 50 * w) for w in (1, 2, 4)]
+    links_report.report_saturation(records)   # marks: 2 ps against 1 ps at each W
+    assert records[5]['vs_reference']['global_step_ms'] == 'lower'    # W=4: 1900 vs 3700
+    lines = links_report.saturation_conclusion(records)
+    assert lines[0] == ('null_dense 300mbit, 1 ps: step = 100 + 900 ms x W (fit over W = 1, '
+                        '2, 4, r^2 1.000); the in-turn estimate grows 936 ms per worker: '
+                        'measured / estimate 0.96; less loopback\'s step: 100 + 850 ms x W')
+    assert lines[1].startswith('null_dense 300mbit, 2 ps: step = 100 + 450 ms x W')
+    assert lines[3] == ('null_dense 300mbit, 2 ps / 1 ps, step time: W=1 0.55 *, '
+                        'W=2 0.53 *, W=4 0.51 *')
+
+
+def test_a_fit_needs_two_distinct_workers():
+    assert links_report.fit([(1, 5.0)]) is None
+    intercept, slope, r2 = links_report.fit([(1, 3.0), (2, 5.0), (3, 7.0)])
+    assert (intercept, slope, r2) == (pytest.approx(1.0), pytest.approx(2.0), 1.0)
+
+
+def test_expected_figures_follow_the_placement_rates_and_dtype():
+    chief = {'num_params': 1000, 'variable_bytes_by_device': {
+        '/job:ps/task:0/device:CPU:0': 2400, '/job:ps/task:1/device:CPU:0': 1600}}
+    rates = {'ps 0': 8e3, 'ps 1': 8e3, 'worker 0': 8e3, 'worker 1': 8e3, 'worker 2': 8e3}
+    got = link_jobs.expected(chief, 2, 3, rates, ['--model=x'])
+    # ps 0 sends 3 x 2400 bytes per step at 1000 bytes/s: 7.2 s; in turn with the gradients.
+    assert got == {'model_mb': 0.004, 'bound_ms': pytest.approx(7200.0),
+                   'turns_ms': pytest.approx(14400.0)}
+    half = link_jobs.expected(chief, 2, 3, rates, ['--gradient_transfer_dtype=bfloat16'])
+    assert half['turns_ms'] == pytest.approx(7200.0 + 3600.0)
+    ring = link_jobs.expected(chief, 0, 3, rates, ['--variable_update=collective_all_reduce'])
+    assert ring == {'model_mb': 0.004, 'bound_ms': pytest.approx(4000 * 4 / 3.0)}
+    assert 'turns_ms' not in link_jobs.expected(chief, 2, 3, rates,
+                                                ['--cross_replica_sync=false'])
+    assert link_jobs.expected(chief, 2, 3, None, []) == {'model_mb': 0.004}   # loopback
+
+
+def test_job_args_partition_only_parameter_server_variables():
+    args = link_jobs.job_args('trivial', 2, 1)
+    assert link_jobs.PARTITION in args and '--num_batches=2' in args
+    assert link_jobs.PARTITION not in link_jobs.job_args(
+        'trivial', 2, 1, ['--variable_update=collective_all_reduce'])
+
+
+def test_rows_and_plot_paths():
+    assert len(links_study.saturation_rows(['trivial'], ['1gbit', 'loopback'], [1, 2], [1, 2, 4],
+                                           2, 1)) == 12
+    assert [label for label, _, _ in links_study.backup_configurations(3, 50)] == [
+        'every gradient, no straggler', 'every gradient, straggler', 'one backup, straggler',
+        'one backup, no straggler']
+    assert links_study.plot_path('a/b.png', 'modes', True) == 'a/b_modes.png'
+    assert links_study.plot_path('a/b.png', 'modes', False) == 'a/b.png'
+
+
+def _tiny(study_rows, index, tmp_path, study):
+    """Runs one row of a study once and its report and plot; returns the combined record."""
+    (record,) = common.repeat_in_rounds([study_rows[index]], 1, 7, link_jobs.FIGURES)
+    assert record['runs'][0]['status'] == 0, record['runs'][0].get('error')
+    links_report.REPORTS[study]([record])
+    try:
+        links_report.PLOTS[study]([record], str(tmp_path / ('%s.png' % study)))
+    except ImportError:
+        pass  # matplotlib is optional; tests/experiments/plots_test.py covers the refusal
+    return record
+
+
+@pytest.mark.cluster
+def test_saturation_command_runs_one_tiny_job(tmp_path, available):
+    result = tmp_path / 'links.jsonl'
+    proc = subprocess.run(
+        [sys.executable, '-m', 'experiments.links_study', '--studies=saturation',
+         '--models=trivial', '--rates=200mbit', '--workers=1', '--num_ps=1', '--repeats=1',
+         '--steps=2', '--result_file=%s' % result], capture_output=True, text=True,
+        timeout=240, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = [json.loads(line) for line in result.read_text().splitlines()]
+    assert (record['study'], record['rate'], record['num_workers']) == ('saturation',
+                                                                         '200mbit', 1)
+    # trivial at 8x8, 10 classes: 49,355 float32 parameters, read and sent back each step.
+    assert record['model_mb'] == pytest.approx(0.19742)
+    assert record['bound_ms'] == pytest.approx(0.19742e6 * 8 / 200e6 * 1000)
+    assert record['global_step_ms']['median'] > 0 and 'step = ' not in proc.stdout
+
+
+@pytest.mark.cluster
+def test_modes_precision_and_backup_run_a_tiny_job_each(tmp_path, available):
+    modes = links_study.modes_rows('trivial', '200mbit', [2], 2, 1, modes=['all_reduce'])
+    record = _tiny(modes, 0, tmp_path, 'modes')
+    assert record['label'] == 'collective_all_reduce' and 'turns_ms' not in record
+    assert record['worker_sent_mb']['median'] > 0
+    precision = links_study.precision_rows('trivial', '200mbit', 2, ['parameter_server'], 2, 1)
+    record = _tiny(precision, 1, tmp_path, 'precision')
+    assert record['dtype'] == 'bfloat16'
+    # The gradient goes up in 16 bits, the variables come down in 32.
+    assert record['turns_ms'] == pytest.approx(1.5 * record['bound_ms'])
+    backup = links_study.backup_rows('trivial', ['200mbit'], 2, 50, 2, 1)
+    record = _tiny(backup, 2, tmp_path, 'backup')
+    assert (record['configuration'], record['replicas_to_aggregate']) == (
+        'one backup, straggler', 1)
