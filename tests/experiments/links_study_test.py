@@ -125,7 +125,7 @@ def test_saturation_command_runs_one_tiny_job(tmp_path, available):
 
 
 @pytest.mark.cluster
-def test_modes_precision_and_backup_run_a_tiny_job_each(tmp_path, available):
+def test_modes_and_precision_run_a_tiny_job_each(tmp_path, available):
     modes = links_study.modes_rows('trivial', '200mbit', [2], 2, 1, modes=['all_reduce'])
     record = _tiny(modes, 0, tmp_path, 'modes')
     assert record['label'] == 'collective_all_reduce' and 'turns_ms' not in record
@@ -135,7 +135,3 @@ def test_modes_precision_and_backup_run_a_tiny_job_each(tmp_path, available):
     assert record['dtype'] == 'bfloat16'
     # The gradient goes up in 16 bits, the variables come down in 32.
     assert record['turns_ms'] == pytest.approx(1.5 * record['bound_ms'])
-    backup = links_study.backup_rows('trivial', ['200mbit'], 2, 50, 2, 1)
-    record = _tiny(backup, 2, tmp_path, 'backup')
-    assert (record['configuration'], record['replicas_to_aggregate']) == (
-        'one backup, straggler', 1)
