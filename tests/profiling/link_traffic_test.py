@@ -69,3 +69,24 @@ def test_sampler_reads_only_children_in_a_namespace_of_their_own():
         child.kill()
         child.wait()
     assert os.path.exists('/proc/self/ns/net')
+
+
+def test_a_child_first_seen_before_its_exec_is_sampled_once_it_is_a_task(monkeypatch, tmp_path):
+    # Between fork and exec a child shows the launcher's command line; a sampler that
+    # remembered "no task" then never sampled that ps (found with null_dense at 300mbit).
+    cmdline = tmp_path / 'cmdline'
+    net_dev = tmp_path / 'net_dev'
+    net_dev.write_text('Inter-|\n  eth0: 500 1 0 0 0 0 0 0 700 2 0 0 0 0 0 0\n')
+    files = {'/proc/42/cmdline': cmdline, '/proc/42/net/dev': net_dev}
+    real_open = open
+    monkeypatch.setattr(link_traffic, '_children', lambda pid: [42])
+    monkeypatch.setattr(link_traffic.os, 'readlink',
+                        lambda path: 'net:[other]' if path.startswith('/proc/42/') else 'net:[own]')
+    monkeypatch.setattr('builtins.open', lambda path, *a, **k: real_open(
+        files.get(path, path), *a, **k))
+    sampler = link_traffic.NicSampler()
+    cmdline.write_text('python\0-m\0experiments.links_study\0')
+    sampler.sample()
+    cmdline.write_text('python\0-m\0tfhp\0--job_name=ps\0--task_index=0\0')
+    sampler.sample()
+    assert [s[1:] for s in sampler.samples[('ps', 0)]] == [(700, 500)]

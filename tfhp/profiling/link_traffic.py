@@ -157,7 +157,7 @@ class NicSampler:
         self.interval_s = interval_s
         self.samples = {}
         self._own_namespace = os.readlink('/proc/self/ns/net')
-        self._tasks = {}  # pid -> (job, index), or None for a child that is no task
+        self._tasks = {}  # pid -> (job, index) of the task children named so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -178,10 +178,14 @@ class NicSampler:
         """Reads every task child's counters once (the thread calls this)."""
         for pid in _children(os.getpid()):
             try:
-                if pid not in self._tasks:
+                task = self._tasks.get(pid)
+                if task is None:
+                    # Not cached while unnamed: between fork and exec a child shows our own
+                    # command line, so a task read then would be missed for good.
                     with open('/proc/%d/cmdline' % pid) as f:
-                        self._tasks[pid] = task_of(f.read().split('\0'))
-                task = self._tasks[pid]
+                        task = task_of(f.read().split('\0'))
+                    if task is not None:
+                        self._tasks[pid] = task
                 # Until `ip netns exec` has entered the task's namespace, the process sees ours.
                 if task is None or os.readlink('/proc/%d/ns/net' % pid) == self._own_namespace:
                     continue
