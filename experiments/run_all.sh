@@ -21,3 +21,9 @@ run model_parallel python -m experiments.model_parallel --result_file="$OUT/mode
 run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl" $(plot stale_gradients)
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"
 run precision python -m experiments.precision_bench --result_file="$OUT/precision.jsonl"
+# Emulated links need root and iproute2 (the script says so and exits 2 without them).
+run links python -m experiments.links_study --repeats=2 --result_file="$OUT/links.jsonl" $(plot links)
+# The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
+if [ -n "${REFERENCE:-}" ]; then
+  run vs_reference python -m experiments.vs_reference --reference="$REFERENCE" --result_file="$OUT/vs_reference.jsonl"
+fi
