@@ -12,6 +12,7 @@ import tensorflow.compat.v1 as tf
 
 from tfhp import tower as tower_lib
 from tfhp.models import layers
+from tfhp.ops import in_place
 from tfhp.ops import scopes
 
 StepOps = collections.namedtuple('StepOps', [
@@ -80,6 +81,7 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
                     grads = loss_scale.unscale(grads, scale)
                 if gradient_clip is not None:
                     grads = [tf.clip_by_value(g, -gradient_clip, gradient_clip) for g in grads]
+                grads = in_place.after_reads(grads, variables)
         if t == 0:
             # Batch-norm statistics follow the first tower only, as the reference benchmarks
             # do: the towers see the same distribution and one update per step is enough.
