@@ -65,6 +65,8 @@ def define_flags():
     flags.DEFINE_list('settings', list(SETTINGS), 'Throughput settings to measure.')
     flags.DEFINE_string('pipelining_setting', 'pipelining',
                         'Setting of the pipelining study (empty: skip it).')
+    flags.DEFINE_list('pipelines', list(PIPELINES), 'Pipelines of the pipelining study: %s.'
+                      % ', '.join(PIPELINES))
     flags.DEFINE_integer('num_batches', 30, 'Timed steps per measurement.')
     flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per measurement.')
     flags.DEFINE_integer('repeats', 3, 'Runs per measurement (seeds --tf_random_seed + r); '
@@ -158,7 +160,7 @@ def throughput(options, setting):
 def _pipelining_ratios(runs):
     """Each round's sequential and pipelined step over max and sum of its input and compute."""
     for i, compute in enumerate(runs[0]):
-        for one_core, sequential, pipelined in (runs[1:4], runs[4:7]):
+        for one_core, sequential, pipelined in (runs[p:p + 3] for p in range(1, len(runs), 3)):
             bound = max(one_core[i]['step_time_ms'], compute['step_time_ms'])
             total = one_core[i]['step_time_ms'] + compute['step_time_ms']
             for run in (sequential[i], pipelined[i]):
@@ -166,14 +168,20 @@ def _pipelining_ratios(runs):
                 run['ratio_to_sum_input_compute'] = run['step_time_ms'] / total
 
 
-def pipelining(options, setting):
-    """Input, compute, sequential and pipelined step times, per pipeline."""
+# Pipelines of the pipelining study: name -> (data flags, session threads (inter, intra)).
+# RecordInput's preprocessing runs on the session's threads: two, shared with compute.
+# tf.data's runs on one private thread; the session's one thread computes.
+PIPELINES = collections.OrderedDict([
+    ('RecordInput', ({}, (2, 1))),
+    ('tf.data', (dict(use_datasets=True, datasets_num_private_threads=1), (1, 1))),
+])
+
+
+def pipelining(options, setting, pipelines=tuple(PIPELINES)):
+    """Input, compute, sequential and pipelined step times, per pipeline (PIPELINES keys)."""
     measurements = [Measurement('compute (1 thread)', setting, False, (1, 1), {})]
-    # RecordInput's preprocessing runs on the session's threads: two, shared with compute.
-    # tf.data's runs on one private thread; the session's one thread computes.
-    for name, data, threads in (
-            ('RecordInput', {}, (2, 1)),
-            ('tf.data', dict(use_datasets=True, datasets_num_private_threads=1), (1, 1))):
+    for name in pipelines:
+        data, threads = PIPELINES[name]
         measurements.append(Measurement('%s input (1 thread)' % name, setting, True, (1, 1),
                                         dict(data, input_only=True)))
         for kind, staged in (('sequential', False), ('pipelined', True)):
@@ -181,7 +189,8 @@ def pipelining(options, setting):
                 '%s %s (%d+%d threads)' % (name, kind, threads[0], 1 if data else 0), setting,
                 True, threads, dict(data, staged_input=staged)))
     records = measure_all(options, measurements, _pipelining_ratios)
-    for sequential, pipelined in (records[2:4], records[5:7]):
+    for p in range(len(pipelines)):
+        sequential, pipelined = records[2 + 3 * p:4 + 3 * p]
         stats.mark([sequential, pipelined], sequential, FIGURES)
     return records
 
@@ -200,7 +209,8 @@ def main(_):
     results = [r for s in FLAGS.settings for r in throughput(options, s)]
     if FLAGS.pipelining_setting:
         common.check_choices('pipelining_setting', [FLAGS.pipelining_setting], SETTINGS)
-        results += pipelining(options, FLAGS.pipelining_setting)
+        common.check_choices('pipelines', FLAGS.pipelines, PIPELINES)
+        results += pipelining(options, FLAGS.pipelining_setting, FLAGS.pipelines)
     common.print_table(results, TABLE, 'train synthetic (training rows), or the same '
                        "pipeline's sequential row (pipelined rows)")
     common.write_records(results, FLAGS.result_file)

@@ -66,6 +66,7 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
 
     tower_grads, losses, top1, top5, bn_updates = [], [], [], [], []
     for t, (images, labels) in enumerate(inputs.batches):
+        built_before = len(tf.get_default_graph().get_operations())
         with tf.name_scope(scopes.tower(t)), manager.tower_scope(t), _compiled(compile_towers):
             with tf.name_scope(scopes.FORWARD):
                 update_ops_before = len(tf.get_collection(layers.BN_UPDATE_OPS))
@@ -81,7 +82,8 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
                     grads = loss_scale.unscale(grads, scale)
                 if gradient_clip is not None:
                     grads = [tf.clip_by_value(g, -gradient_clip, gradient_clip) for g in grads]
-                grads = in_place.after_reads(grads, variables)
+                grads = in_place.after_reads(
+                    grads, variables, set(tf.get_default_graph().get_operations()[built_before:]))
         if t == 0:
             # Batch-norm statistics follow the first tower only, as the reference benchmarks
             # do: the towers see the same distribution and one update per step is enough.

@@ -36,9 +36,11 @@ def test_gated_gradients_wait_for_every_reader_and_update_the_same():
             _, w, loss = _layer()
             (grad,) = tf.gradients(loss, [w])
             if gate:
-                (grad,) = in_place.after_reads([grad], [w])
+                (grad,) = in_place.after_reads([grad], [w], set(tf.get_default_graph().get_operations()))
                 assert set(in_place.readers(w)) - {grad.op} <= set(grad.op.control_inputs)
-                assert in_place.after_reads([None], [w]) == [None]
+                assert in_place.after_reads([None], [w], set()) == [None]
+                # Readers outside `within` (another replica's) never gate.
+                assert in_place.after_reads([grad], [w], set())[0] is grad
             step = tf.train.GradientDescentOptimizer(0.1).apply_gradients([(grad, w)])
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
@@ -51,5 +53,6 @@ def test_sparse_gradients_stay_sparse():
     with tf.Graph().as_default():
         table = tf.get_variable('table', [10, 2], use_resource=True)
         loss = tf.reduce_sum(tf.nn.embedding_lookup(table, [1, 3]))
-        (grad,) = in_place.after_reads(tf.gradients(loss, [table]), [table])
+        (grad,) = in_place.after_reads(tf.gradients(loss, [table]), [table],
+                                       set(tf.get_default_graph().get_operations()))
         assert isinstance(grad, tf.IndexedSlices)

@@ -33,7 +33,8 @@ def readers(variable):
         for op in pending.pop().consumers():
             # A control edge from inside a loop or a branch cannot (or, from a dead branch,
             # must not) gate an op outside it; such a reader may cost a copy, nothing worse.
-            if op in seen or op._control_flow_context is not None:  # pylint: disable=protected-access
+            context = op._control_flow_context  # pylint: disable=protected-access
+            if op in seen or context is not None:
                 continue
             seen.add(op)
             found.append(op)
@@ -42,12 +43,14 @@ def readers(variable):
     return found
 
 
-def after_reads(grads, variables):
-    """Each gradient, made to wait for every op built so far that reads its variable.
+def after_reads(grads, variables, within):
+    """Each gradient, made to wait for the ops among `within` that read its variable.
 
     Args:
       grads: gradients (None for a variable without one; kept None).
       variables: the variables, in the same order.
+      within: the ops that may gate them: the tower's own (another replica's readers must not:
+        asynchronous replicas share variables but run apart).
     Returns:
       The gradients, each an identity (an IndexedSlices keeps its indices and shape) that
       runs after its variable's readers; a gradient with no readers to wait for is returned
@@ -55,7 +58,8 @@ def after_reads(grads, variables):
     """
     gated = []
     for grad, variable in zip(grads, variables):
-        waits = [op for op in readers(variable) if op is not getattr(grad, 'op', None)]
+        waits = [op for op in readers(variable)
+                 if op in within and op is not getattr(grad, 'op', None)]
         if grad is None or not waits:
             gated.append(grad)
             continue
