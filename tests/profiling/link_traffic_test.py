@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -62,9 +63,14 @@ def test_sampler_reads_only_children_in_a_namespace_of_their_own():
                               '--job_name=worker', '--task_index=0'])
     try:
         sampler = link_traffic.NicSampler()
+        deadline = time.monotonic() + 30
+        # Until the child has exec'd, it shows our command line and is no task yet.
+        while child.pid not in sampler._tasks:  # pylint: disable=protected-access
+            assert time.monotonic() < deadline
+            sampler.sample()
+            time.sleep(0.01)
         sampler.sample()
         assert sampler.samples == {}
-        assert child.pid in sampler._tasks  # pylint: disable=protected-access
     finally:
         child.kill()
         child.wait()
