@@ -91,6 +91,10 @@ def wait_for_peers(watch, wanted, timeout_s):
 _LEFT_OPEN = []
 
 
+_SIGNAL_ATTEMPTS = 3
+_SIGNAL_RETRY_S = 0.5
+
+
 def signal_done(target, cluster_config, tasks, sender, failed=False):
     """Tells each (job, index) in `tasks` that `sender` is done, or failed (the ps-exit protocol).
 
@@ -114,10 +118,21 @@ def signal_done(target, cluster_config, tasks, sender, failed=False):
         sess = tf.Session(target, graph=graph,
                           config=tf.ConfigProto(device_filters=['/job:%s/task:%d' % (job, index)]))
         _LEFT_OPEN.append(sess)
-        try:
-            sess.run(signal, options=options)
-        except tf.errors.OpError:
-            missed.append((job, index))
+        for attempt in range(_SIGNAL_ATTEMPTS):
+            try:
+                sess.run(signal, options=options)
+                break
+            except (tf.errors.UnavailableError, tf.errors.AbortedError):
+                # A transient channel failure (seen once in ~4 suites: a ps never got a
+                # worker's done, waited P for it, then failed the job); a gone task fails
+                # fast every time, so retrying it costs little.
+                if attempt + 1 == _SIGNAL_ATTEMPTS:
+                    missed.append((job, index))
+                else:
+                    time.sleep(_SIGNAL_RETRY_S)
+            except tf.errors.OpError:
+                missed.append((job, index))
+                break
     return missed
 
 

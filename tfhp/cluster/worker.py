@@ -241,7 +241,10 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     sess.close()
     # After the session closed: the chief's last checkpoint needs the ps tasks.
     dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
-    servers.signal_done(task.server.target, cluster, task_lib.serving_tasks(cluster), index)
+    for job, task_index in servers.signal_done(task.server.target, cluster,
+                                               task_lib.serving_tasks(cluster), index):
+        log('worker %d: could not tell %s task %d it is done (it waits --peer_timeout_s for '
+            'this worker, then ends)' % (index, job, task_index))
     dog.phase('writing the result', None)
     extra = timed_counts(counts.values(final['counters']),
                          loop['warmup_counters'])
