@@ -58,9 +58,9 @@ def after_reads(grads, variables, within):
     """
     gated = []
     for grad, variable in zip(grads, variables):
-        waits = [op for op in readers(variable)
-                 if op in within and op is not getattr(grad, 'op', None)]
-        if grad is None or not waits:
+        waits = [] if grad is None else [op for op in readers(variable)
+                                         if op in within and op is not grad.op]
+        if not waits:
             gated.append(grad)
             continue
         with tf.control_dependencies(waits):
