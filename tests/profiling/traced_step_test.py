@@ -1,4 +1,5 @@
 """A real traced step of a 2-device run, read back by the analyser."""
+import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
@@ -63,19 +64,24 @@ def test_a_hand_built_op_outside_every_stage_is_named_in_the_report(two_device_s
     # tfhp's own step keeps almost all its time under the stages.
     assert analysis.analyze(metadata).other_share < report.SIGNIFICANT_OTHER_SHARE
     with tf.Graph().as_default():
+        # Fed, not generated: how long a random op takes against a matmul depends on the CPU
+        # (on an AMD EPYC a 500x500 RandomUniform outlasted each product), and constants would
+        # be folded away before the run.
         with tf.name_scope(scopes.FORWARD):
-            small = tf.random.uniform([32, 32], seed=1)
+            small = tf.placeholder(tf.float32, [32, 32])
             loss = tf.reduce_sum(tf.matmul(small, small))
         # As a hand-built graph might add it: under no stage's name scope.
         with tf.name_scope('hand_built'):
-            big = tf.random.uniform([500, 500], seed=2)
+            big = tf.placeholder(tf.float32, [500, 500])
             product = big
             for _ in range(4):
                 product = tf.matmul(product, big, name='slow_matmul')
         fetches = [loss, tf.reduce_sum(product)]
+        rng = np.random.RandomState(2)
+        feed = {small: rng.rand(32, 32), big: rng.rand(500, 500) / 500}
         with tf.Session() as sess:
-            sess.run(fetches)  # the first run builds the executor
-            metadata = session_lib.run_traced(sess, fetches)[1]
+            sess.run(fetches, feed)  # the first run builds the executor
+            metadata = session_lib.run_traced(sess, fetches, feed)[1]
     figures = analysis.analyze(metadata)
     [device] = figures.devices
     assert figures.other_share == pytest.approx(device.stages['other'] / device.busy)
