@@ -48,3 +48,53 @@ def test_sweep_runs_each_point_and_prints_the_best_command(tmp_path, capsys):
     assert lines[1]['result']['images_per_sec'] > 0
     assert lines[2]['best_flags'][-2:] == ['--variable_update=replicated',
                                            '--all_reduce_spec=xring']
+
+
+def test_env_axes_set_the_environment_not_flags():
+    [point] = sweep.grid_points(['env:TF_ENABLE_ONEDNN_OPTS=0', 'num_intra_threads=1'])
+    assert sweep.point_flags(point) == ['--num_intra_threads=1']
+    assert sweep.point_env(point) == {'TF_ENABLE_ONEDNN_OPTS': '0'}
+    assert sweep.describe(point) == 'TF_ENABLE_ONEDNN_OPTS=0 --num_intra_threads=1'
+
+
+def test_run_tfhp_gives_the_process_its_environment(tmp_path):
+    # A sitecustomize on the child's PYTHONPATH ends it at start-up: the variable reached it.
+    (tmp_path / 'sitecustomize.py').write_text('import os\nos._exit(3)\n')
+    outcome = sweep.run_tfhp(['--model=trivial'], timeout_s=60,
+                             env={'PYTHONPATH': str(tmp_path)})
+    assert outcome.result is None and outcome.error.startswith('failed (exit status 3)')
+
+
+def test_repeats_run_in_rounds_and_rank_by_the_median(monkeypatch, tmp_path, capsys):
+    rates = {'1': [30.0, 10.0, 20.0], '2': [25.0, 24.0, 26.0]}  # medians 20 and 25
+    calls = []
+
+    def fake_run(args, timeout_s, env):
+        intra = args[-1].split('=')[1]
+        calls.append((intra, env['TF_ENABLE_ONEDNN_OPTS']))
+        rate = rates[intra][sum(c[0] == intra for c in calls) - 1]
+        return sweep.Outcome(args, {'images_per_sec': rate, 'step_time_ms': {'p50': 1.0}}, None)
+    monkeypatch.setattr(sweep, 'run_tfhp', fake_run)
+    results = tmp_path / 'sweep.jsonl'
+    assert sweep.main(['--repeats=3', '--grid=env:TF_ENABLE_ONEDNN_OPTS=0',
+                       '--grid=num_intra_threads=1,2', '--result_file=%s' % results, '--',
+                       '--model=lenet']) == 0
+    # Rounds over the grid, not one point's runs back to back.
+    assert [c[0] for c in calls] == ['1', '2'] * 3 and {c[1] for c in calls} == {'0'}
+    out = capsys.readouterr().out
+    assert ('best: TF_ENABLE_ONEDNN_OPTS=0 python -m tfhp --model=lenet '
+            '--num_intra_threads=2') in out
+    ranking = json.loads(results.read_text().splitlines()[-1])
+    assert [r['images_per_sec'] for r in ranking['ranking']] == [25.0, 20.0]
+    assert ranking['best_env'] == {'TF_ENABLE_ONEDNN_OPTS': '0'} and ranking['repeats'] == 3
+
+
+def test_a_refused_point_is_not_run_again(monkeypatch, capsys):
+    calls = []
+
+    def refused(args, timeout_s, env):
+        calls.append(args)
+        return sweep.Outcome(args, None, 'refused: --data_format=NCHW: no')
+    monkeypatch.setattr(sweep, 'run_tfhp', refused)
+    assert sweep.main(['--repeats=3', '--grid=data_format=NCHW', '--', '--model=lenet']) == 1
+    assert len(calls) == 1 and 'no point ran' in capsys.readouterr().out
