@@ -21,6 +21,13 @@ run model_parallel python -m experiments.model_parallel --result_file="$OUT/mode
 run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl" $(plot stale_gradients)
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"
 run precision python -m experiments.precision_bench --result_file="$OUT/precision.jsonl"
+# CPU defaults: oneDNN and the thread pools, ranked by the sweep for three models.
+for mb in lenet:32:50 alexnet:16:20 resnet50:8:10; do
+  IFS=: read -r m b n <<<"$mb"
+  run "cpu_defaults_$m" python -m tfhp.sweep --repeats=2 --grid=env:TF_ENABLE_ONEDNN_OPTS=1,0 \
+    --grid=num_intra_threads=0,1 --grid=num_inter_threads=0,1 --result_file="$OUT/cpu_defaults.jsonl" \
+    -- --model="$m" --batch_size="$b" --num_batches="$n"
+done
 # Emulated links need root and iproute2 (the script says so and exits 2 without them).
 run links python -m experiments.links_study --repeats=2 --result_file="$OUT/links.jsonl" $(plot links)
 # The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
