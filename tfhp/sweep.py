@@ -116,9 +116,13 @@ def point_env(point):
             if name.startswith(ENV_AXIS)}
 
 
+def _env_words(point):
+    return ['%s=%s' % (name, shlex.quote(value)) for name, value in point_env(point).items()]
+
+
 def describe(point):
     """A point as a reader would type it: NAME=value ... --flag=value ..."""
-    return ' '.join(['%s=%s' % item for item in point_env(point).items()] + point_flags(point))
+    return ' '.join(_env_words(point) + point_flags(point))
 
 
 def rank(outcomes):
@@ -197,9 +201,8 @@ def main(argv=None):
         print('no point ran')
         return 1
     best = benchmark_args + point_flags(ranked[0].args)
-    print('\nbest: %s' % ' '.join(
-        ['%s=%s' % (n, shlex.quote(v)) for n, v in point_env(ranked[0].args).items()] +
-        ['python', '-m', 'tfhp'] + [shlex.quote(a) for a in best]))
+    print('\nbest: %s' % ' '.join(_env_words(ranked[0].args) + ['python', '-m', 'tfhp'] +
+                                   [shlex.quote(a) for a in best]))
     if args.result_file:
         timing.append_json(args.result_file, {
             'best_flags': best, 'best_env': point_env(ranked[0].args),
