@@ -41,3 +41,9 @@ def test_run_steps_takes_a_run_and_stops_when_on_step_says():
             # A step limit still holds when on_step never says stop.
             times = session.run_steps(sess, step, 2, 8, on_step=lambda value: False)
             assert times.num_steps == 2 and int(sess.run(counter)) == 6
+
+
+def test_the_inter_op_pool_is_two_per_core_only_when_the_graph_preprocesses():
+    assert session.inter_op_threads(0, preprocesses_in_graph=True, num_cores=3) == 6
+    assert session.inter_op_threads(0, preprocesses_in_graph=False, num_cores=3) == 0
+    assert session.inter_op_threads(7, preprocesses_in_graph=True, num_cores=3) == 7

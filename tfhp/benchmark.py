@@ -223,7 +223,8 @@ def build(cfg, topology=None, finalize=True):
     proto = session_lib.config_proto(
         num_cpu_devices=topology.num_towers if cfg.device.device == 'cpu' else 1,
         num_intra_threads=cfg.device.num_intra_threads,
-        num_inter_threads=cfg.device.num_inter_threads)
+        num_inter_threads=session_lib.inter_op_threads(cfg.device.num_inter_threads,
+                                                       pipelines.preprocesses_in_graph(cfg.data)))
     if cfg.xla.xla:
         proto.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
     return Built(graph=graph, ops=ops, saver=saver, init=init, topology=topology,

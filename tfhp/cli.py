@@ -58,7 +58,8 @@ flags.DEFINE_integer('num_devices', 1, 'Towers in this process (virtual devices 
 flags.DEFINE_enum('local_parameter_device', 'cpu', config_lib.DEVICES,
                   'Where parameter-server variables live in this process.')
 flags.DEFINE_integer('num_intra_threads', 0, 'Intra-op thread pool size (0: TF decides).')
-flags.DEFINE_integer('num_inter_threads', 0, 'Inter-op thread pool size (0: TF decides).')
+flags.DEFINE_integer('num_inter_threads', 0, 'Inter-op thread pool size (0: TF decides; on the '
+                     'RecordInput path two per core).')
 flags.DEFINE_boolean('mkl', False, 'Export the Intel OpenMP settings (--kmp_*) before '
                      'TensorFlow starts.')
 flags.DEFINE_integer('kmp_blocktime', config_lib.KMP_DEFAULTS['kmp_blocktime'],

@@ -15,6 +15,28 @@ from tfhp import timing
 _process_thread_pools = []
 
 
+# Measured (docs/results.md#cpu-defaults): when the graph itself decodes and preprocesses
+# images (the RecordInput path), those ops share the inter-op pool with the model's kernels, and
+# a oneDNN kernel blocks its inter-op thread while the intra-op pool does its work; two threads
+# per core keep the input ops running beside it (+25% on trivial b32 with real records on 2
+# cores). Synthetic data and tf.data (which has its own threads) gain nothing from it.
+INTER_OP_THREADS_PER_CORE_WHEN_PREPROCESSING = 2
+
+
+def inter_op_threads(requested, preprocesses_in_graph, num_cores=None):
+    """The inter-op pool size to ask for: `requested`, or tfhp's default when it is 0.
+
+    The default is TensorFlow's own (0: one thread per core), except when the graph
+    preprocesses images (`tfhp.pipelines.preprocesses_in_graph`): then
+    INTER_OP_THREADS_PER_CORE_WHEN_PREPROCESSING per core of `num_cores` (default: the cores
+    this process may run on).
+    """
+    if requested or not preprocesses_in_graph:
+        return requested
+    cores = num_cores or len(os.sched_getaffinity(0))
+    return INTER_OP_THREADS_PER_CORE_WHEN_PREPROCESSING * cores
+
+
 def config_proto(num_cpu_devices=1, num_intra_threads=0, num_inter_threads=0,
                  allow_soft_placement=False):
     """A ConfigProto with `num_cpu_devices` virtual CPU devices and the given thread pools.

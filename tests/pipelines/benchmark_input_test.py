@@ -1,5 +1,7 @@
 """The runner on real (generated) data: data-set classes, both pipelines, input-only mode,
 corrupt records named or skipped, bad data directories refused before building."""
+import os
+
 import pytest
 import tensorflow.compat.v1 as tf
 
@@ -44,6 +46,21 @@ def test_16_bit_images_reach_the_model_and_train(data_dir, use_datasets):
     assert 0 < result['final_loss'] < 10
     float32 = benchmark.build(_config(data_dir, use_datasets=use_datasets)).graph
     assert not [op for op in float32.get_operations() if op.name.endswith('model_input')]
+
+
+@pytest.mark.parametrize('use_datasets, requested, expected', [
+    (False, 0, 2 * 3),   # RecordInput: its per-image ops share the inter-op pool
+    (True, 0, 0),        # tf.data has threads of its own: TensorFlow's default
+    (False, 5, 5),       # a size the user asks for is kept
+])
+def test_the_inter_op_pool_grows_when_the_graph_preprocesses(data_dir, monkeypatch,
+                                                             use_datasets, requested, expected):
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1, 2})   # a 3-core machine
+    cfg = testing.replace(_config(data_dir, use_datasets=use_datasets), 'device',
+                          num_inter_threads=requested)
+    proto = benchmark.build(cfg).session_config
+    assert proto.inter_op_parallelism_threads == expected
+    assert proto.intra_op_parallelism_threads == 0
 
 
 def _corrupt_dir(tmp_path):

@@ -18,6 +18,7 @@ import collections
 
 import tensorflow.compat.v1 as tf
 
+from tfhp import pipelines
 from tfhp import session as session_lib
 from tfhp.cluster import control
 from tfhp.cluster import liveness
@@ -65,7 +66,9 @@ def server_proto(cfg, group_leader=''):
         cfg.cluster.job_name == 'worker' and cfg.device.device == 'cpu') else 1
     proto = session_lib.config_proto(num_cpu_devices=num_devices,
                                      num_intra_threads=cfg.device.num_intra_threads,
-                                     num_inter_threads=cfg.device.num_inter_threads)
+                                     num_inter_threads=session_lib.inter_op_threads(
+                                         cfg.device.num_inter_threads,
+                                         pipelines.preprocesses_in_graph(cfg.data)))
     if group_leader:
         proto.experimental.collective_group_leader = group_leader
     return proto

@@ -17,7 +17,8 @@ class DeviceConfig:
       device: 'cpu' or 'gpu'.
       num_devices: towers in this process (virtual CPU devices when device is 'cpu').
       local_parameter_device: 'cpu' or 'gpu': where parameter-server variables live locally.
-      num_intra_threads, num_inter_threads: TensorFlow thread pools; 0 lets TF choose.
+      num_intra_threads, num_inter_threads: TensorFlow thread pools; 0 lets TF choose (for
+        the inter-op pool on the RecordInput path, `tfhp.session.inter_op_threads` does).
       mkl: export the Intel OpenMP settings below (KMP_BLOCKTIME, KMP_SETTINGS, KMP_AFFINITY,
         and OMP_NUM_THREADS from num_intra_threads) before TensorFlow starts, as
         tf_cnn_benchmarks does; they act only on a build whose oneDNN runs on OpenMP.

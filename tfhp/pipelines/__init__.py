@@ -12,6 +12,12 @@ from tfhp.pipelines import records
 from tfhp.pipelines import synthetic
 
 
+def preprocesses_in_graph(data_config):
+    """Whether `make_pipeline` builds a pipeline whose per-image ops run in the session's own
+    thread pools (the RecordInput one) rather than in tf.data's threads or not at all."""
+    return bool(data_config.data_dir) and not data_config.use_datasets
+
+
 def make_pipeline(data_config, batch_size, image_size, num_classes, data_format='NHWC',
                   train=True, seed=1234, shift_ratio=None, data_name=None):
     """Builds the pipeline a `tfhp.config.DataConfig` describes.
@@ -43,7 +49,7 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
                   distortions=data_config.distortions, crop_flip=data_config.random_crop_flip,
                   seed=seed, staged=data_config.staged_input,
                   skip_corrupt=data_config.skip_corrupt_records, data_name=data_name)
-    if data_config.use_datasets:
+    if not preprocesses_in_graph(data_config):
         return datasets.DatasetPipeline(
             pattern, batch_size, image_size, num_classes,
             num_private_threads=data_config.datasets_num_private_threads,
