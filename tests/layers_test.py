@@ -37,3 +37,31 @@ def test_flatten_gives_the_same_features_in_both_layouts():
             tf.constant(x.transpose(0, 3, 1, 2))))
     np.testing.assert_array_equal(nhwc, nchw)
     np.testing.assert_array_equal(nhwc, x.reshape(2, -1))
+
+
+def _conv_with_explicit_padding(x, kernel, strides, padding):
+    """(builder's output, the output of tf.pad + VALID with the same weights, Pad op count)."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        builder = layers.LayerBuilder(layers.NHWC)
+        y = builder.conv(tf.constant(x), 4, kernel, strides=strides, padding=padding,
+                         activation=None)
+        (weights,) = [v for v in tf.global_variables() if v.op.name.endswith('weights')]
+        pads = [[0, 0], [padding, padding], [padding, padding], [0, 0]]
+        expected = tf.nn.conv2d(tf.pad(tf.constant(x), pads), weights, strides, 'VALID')
+        num_pads = len([op for op in tf.get_default_graph().get_operations()
+                        if op.type == 'Pad'])
+        sess.run(tf.global_variables_initializer())
+        return sess.run(y), sess.run(expected), num_pads - 1   # less the reference's own
+
+
+def test_explicit_padding_is_built_as_same_where_it_pads_the_same():
+    x = np.random.RandomState(0).normal(size=[2, 6, 6, 3]).astype(np.float32)
+    # Stride 1, kernel 2p + 1: 'SAME' pads p on each side; no Pad op is built.
+    for kernel, padding in ((3, 1), (5, 2)):
+        out, expected, num_pads = _conv_with_explicit_padding(x, kernel, 1, padding)
+        assert num_pads == 0 and out.shape == (2, 6, 6, 4)
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    # Stride 2 on an even size: 'SAME' would pad (0, 1), not (1, 1): the Pad op stays.
+    out, expected, num_pads = _conv_with_explicit_padding(x, 3, 2, 1)
+    assert num_pads == 1 and out.shape == (2, 3, 3, 4)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
