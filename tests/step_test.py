@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tests import testing
+from tfhp import benchmark
 from tfhp import replication
 from tfhp import step
 from tfhp import topology as topology_lib
@@ -78,3 +80,17 @@ def test_step_ops_contract():
         assert any(n.startswith('tower_0/forward/') for n in names)
         assert any(n.startswith('tower_0/backward/') for n in names)
         assert any(n.startswith('apply/') for n in names)
+
+
+def test_no_batch_norm_op_of_a_tower_gates_a_gradient():
+    # A control edge out of a batch norm keeps Grappler from fusing it with its ReLU; its
+    # small scale and offset are not worth gating (tfhp.ops.in_place).
+    graph = benchmark.build(testing.small_config(model='resnet50', image_size=32,
+                                                 batch_size=2)).graph
+    norms = [op for op in graph.get_operations() if op.type.startswith('FusedBatchNorm')]
+    assert len(norms) == 2 * 53   # forward and gradient of each of ResNet-50's batch norms
+    assert not [op.name for op in norms if op._control_outputs]  # pylint: disable=protected-access
+    # The big weights are still gated, so their updates stay in place.
+    gated = [op for op in graph.get_operations() if op.type == 'Identity' and
+             op.control_inputs and op.name.startswith('tower_0/backward')]
+    assert gated

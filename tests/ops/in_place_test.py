@@ -36,11 +36,12 @@ def test_gated_gradients_wait_for_every_reader_and_update_the_same():
             _, w, loss = _layer()
             (grad,) = tf.gradients(loss, [w])
             if gate:
-                (grad,) = in_place.after_reads([grad], [w], set(tf.get_default_graph().get_operations()))
+                (grad,) = in_place.after_reads([grad], [w], set(tf.get_default_graph().get_operations()),
+                                              min_bytes=0)
                 assert set(in_place.readers(w)) - {grad.op} <= set(grad.op.control_inputs)
                 assert in_place.after_reads([None], [w], set()) == [None]
                 # Readers outside `within` (another replica's) never gate.
-                assert in_place.after_reads([grad], [w], set())[0] is grad
+                assert in_place.after_reads([grad], [w], set(), min_bytes=0)[0] is grad
             step = tf.train.GradientDescentOptimizer(0.1).apply_gradients([(grad, w)])
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
@@ -54,5 +55,16 @@ def test_sparse_gradients_stay_sparse():
         table = tf.get_variable('table', [10, 2], use_resource=True)
         loss = tf.reduce_sum(tf.nn.embedding_lookup(table, [1, 3]))
         (grad,) = in_place.after_reads(tf.gradients(loss, [table]), [table],
-                                       set(tf.get_default_graph().get_operations()))
+                                       set(tf.get_default_graph().get_operations()),
+                                       min_bytes=0)
         assert isinstance(grad, tf.IndexedSlices)
+
+
+def test_variables_below_the_size_bound_are_not_gated():
+    with tf.Graph().as_default():
+        _, w, loss = _layer()   # 72 bytes
+        (grad,) = tf.gradients(loss, [w])
+        ops = set(tf.get_default_graph().get_operations())
+        assert in_place.after_reads([grad], [w], ops)[0] is grad
+        assert in_place.after_reads([grad], [w], ops, min_bytes=72)[0] is not grad
+        assert in_place.after_reads([grad], [w], ops, min_bytes=73)[0] is grad
