@@ -2,6 +2,8 @@
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tests import testing
+from tfhp import benchmark
 from tfhp import config as config_lib
 from tfhp import optimizers
 
@@ -54,3 +56,32 @@ def test_decay_then_warm_up():
     cfg = config_lib.OptimizerConfig(num_epochs_per_decay=1, learning_rate_decay_factor=0.1,
                                      num_learning_rate_warmup_epochs=0.5)
     assert _rates(cfg, [0, 4, 5, 10]) == pytest.approx([0.0, 0.08, 0.1, 0.01])
+
+
+@pytest.mark.parametrize('changes, expected', [
+    ({}, True),
+    ({'optimizer': 'momentum'}, False),     # its kernels take no decay
+    ({'weight_decay': 0.0}, False),
+    ({'gradient_clip': 1.0}, False),        # clipping acts on the decayed gradient
+    ({'loss_scale': 'auto'}, False),
+    ({'synchronous': False}, False),        # an async gradient was taken at older weights
+    ({'staged_reads': True}, False),        # so was a staged one
+])
+def test_weight_decay_moves_into_the_update_only_where_it_is_the_same_step(changes, expected):
+    settings = dict(optimizer='sgd', weight_decay=4e-5, gradient_clip=None, loss_scale=None,
+                    synchronous=True, staged_reads=False)
+    settings.update(changes)
+    cfg = config_lib.OptimizerConfig(optimizer=settings.pop('optimizer'))
+    assert optimizers.decays_in_update(cfg, **settings) == expected
+
+
+def test_the_benchmark_differentiates_no_l2_term_when_the_update_decays():
+    def l2_gradients(**optimizer):
+        graph = benchmark.build(testing.small_config(model='lenet', image_size=28,
+                                                     optimizer=optimizer)).graph
+        return [op for op in graph.get_operations()
+                if 'L2Loss' in op.name and '_grad' in op.name]
+    assert not l2_gradients()
+    assert l2_gradients(optimizer='momentum')
+    with pytest.raises(config_lib.ConfigError, match='--optimizer=sgd'):
+        optimizers.make_optimizer(config_lib.OptimizerConfig(optimizer='momentum'), 0.1, 4e-5)

@@ -5,7 +5,9 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tfhp import benchmark
+from tfhp import optimizers
 from tfhp import replication
+from tfhp import session
 from tfhp import step
 from tfhp import topology as topology_lib
 from tfhp.config import ReplicationConfig
@@ -63,6 +65,38 @@ def test_one_step_matches_hand_computation(clip):
             w1, global_step = sess.run([weights, ops.global_step])
     np.testing.assert_allclose(w1, _numpy_step(w0, x, y, 0.5, 0.01, clip), rtol=1e-6)
     assert global_step == 1
+
+
+@pytest.mark.parametrize('variable_update, num_towers', [
+    ('parameter_server', 1), ('replicated', 2)])
+def test_decay_in_the_update_is_the_sgd_step_on_the_loss_with_its_l2_term(variable_update,
+                                                                         num_towers):
+    x = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 2.0]], np.float32)
+    y = np.array([1, 0], np.int32)
+    lr, wd = 0.5, 0.2   # lr * wd = 0.1: a wrong proximal rate would be off by percents
+    topo = topology_lib.Topology.local('cpu', num_towers)
+    with tf.Graph().as_default():
+        manager = replication.make_variable_manager(
+            ReplicationConfig(variable_update=variable_update), topo)
+        ops = step.build_train_step(
+            FixedPipeline(x, y), _linear_model, manager,
+            lambda: optimizers.DecayingGradientDescent(lr, wd), topo, weight_decay=wd,
+            decay_in_update=True)
+        assert not [op for op in tf.get_default_graph().get_operations()
+                    if 'L2Loss_grad' in op.name]
+        towers = [manager.trainable_variables(t)[0] for t in range(num_towers)]
+        with tf.Session(config=session.config_proto(num_cpu_devices=num_towers)) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(ops.post_init_ops)
+            w0 = sess.run(towers[0])
+            loss, _ = sess.run([ops.loss, ops.train_op])
+            updated = sess.run(towers)
+    for w1 in updated:
+        np.testing.assert_allclose(w1, _numpy_step(w0, x, y, lr, wd), rtol=1e-6)
+    # The reported loss keeps its L2 term: cross entropy + wd * |w0|^2 / 2.
+    logits = x @ w0
+    cross_entropy = np.mean(np.log(np.exp(logits).sum(1)) - logits[np.arange(2), y])
+    assert loss == pytest.approx(cross_entropy + wd * (w0 ** 2).sum() / 2, rel=1e-6)
 
 
 def test_step_ops_contract():

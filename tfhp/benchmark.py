@@ -195,14 +195,19 @@ def build(cfg, topology=None, finalize=True):
                 cfg.optimizer, base_rate, global_step,
                 batch_size if in_graph_async else images_per_step, examples_per_epoch)
             verbosity = cfg.profile.summary_verbosity if cfg.profile.save_summaries_steps else 0
-            optimizer_fn = lambda: optimizers.make_optimizer(cfg.optimizer, rate)
+            decay_in_update = optimizers.decays_in_update(
+                cfg.optimizer, cfg.optimizer.weight_decay, cfg.optimizer.gradient_clip, scale,
+                topology.synchronous, cfg.replication.staged_reads)
+            optimizer_fn = lambda: optimizers.make_optimizer(
+                cfg.optimizer, rate, cfg.optimizer.weight_decay if decay_in_update else 0.0)
             if scale:
                 optimizer_fn = scale.optimizer_fn(optimizer_fn)
             # Outermost, so the summaries see every gradient, skipped update or not.
             optimizer_fn = summaries.summarizing_optimizer_fn(optimizer_fn, verbosity)
             step_kwargs = dict(weight_decay=cfg.optimizer.weight_decay,
                                gradient_clip=cfg.optimizer.gradient_clip, loss_scale=scale,
-                               compile_towers=cfg.xla.xla_compile)
+                               compile_towers=cfg.xla.xla_compile,
+                               decay_in_update=decay_in_update)
             if in_graph_async:
                 ops, replica_train_ops = async_runner.build_replica_steps(
                     pipeline, model_fn, manager, optimizer_fn, topology, **step_kwargs)

@@ -40,7 +40,8 @@ def _accuracy(logits, labels, k):
 
 
 def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight_decay=0.0,
-                     gradient_clip=None, loss_scale=None, compile_towers=False):
+                     gradient_clip=None, loss_scale=None, compile_towers=False,
+                     decay_in_update=False):
     """Builds one synchronous data-parallel training step.
 
     Args:
@@ -52,6 +53,9 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
         updates).
       topology: a `tfhp.topology.Topology`.
       weight_decay: L2 coefficient, applied to each tower's own variables.
+      decay_in_update: the optimizer applies the weight decay itself
+        (`tfhp.optimizers.DecayingGradientDescent`): the towers differentiate the loss without
+        its L2 term; the loss reported still has it.
       gradient_clip: clip each tower's gradients to [-clip, clip] before aggregation (the
         reference benchmarks' meaning of --gradient_clip); None disables.
       loss_scale: a `tfhp.loss_scale.LossScale`: each tower differentiates its loss times the
@@ -71,19 +75,29 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
             with tf.name_scope(scopes.FORWARD):
                 update_ops_before = len(tf.get_collection(layers.BN_UPDATE_OPS))
                 loss, logits = model_fn(images, labels)
+                differentiated = loss
                 variables = manager.trainable_variables(t)
-                loss = tf.add(loss, tower_lib.l2_loss(variables, weight_decay), name='loss')
+                l2 = tower_lib.l2_loss(variables, weight_decay)
+                loss = tf.add(loss, l2, name='loss')
+                if not decay_in_update:
+                    differentiated = loss
                 top1.append(_accuracy(logits, labels, 1))
                 top5.append(_accuracy(logits, labels, 5))
                 scale = loss_scale.value() if loss_scale else None
             with tf.name_scope(scopes.BACKWARD):
-                grads = tf.gradients(loss * scale if loss_scale else loss, variables)
+                grads = tf.gradients(differentiated * scale if loss_scale else differentiated,
+                                     variables)
                 if loss_scale:
                     grads = loss_scale.unscale(grads, scale)
                 if gradient_clip is not None:
                     grads = [tf.clip_by_value(g, -gradient_clip, gradient_clip) for g in grads]
                 grads = in_place.after_reads(
                     grads, variables, set(tf.get_default_graph().get_operations()[built_before:]))
+                if decay_in_update:
+                    # Nothing else orders the L2 term's reads before the update that decays
+                    # the same weights: the reported loss must see this step's weights.
+                    grads = [in_place.after(g, [l2.op]) if g is not None and
+                             tower_lib.is_decayed(v) else g for g, v in zip(grads, variables)]
         if t == 0:
             # Batch-norm statistics follow the first tower only, as the reference benchmarks
             # do: the towers see the same distribution and one update per step is enough.

@@ -71,10 +71,14 @@ def after_reads(grads, variables, within, min_bytes=MIN_GATED_BYTES):
         if not waits:
             gated.append(grad)
             continue
-        with tf.control_dependencies(waits):
-            if isinstance(grad, tf.IndexedSlices):
-                gated.append(tf.IndexedSlices(tf.identity(grad.values), grad.indices,
-                                              grad.dense_shape))
-            else:
-                gated.append(tf.identity(grad))
+        gated.append(after(grad, waits))
     return gated
+
+
+def after(grad, ops):
+    """`grad` as an identity that runs after `ops` (an IndexedSlices keeps its indices and
+    shape)."""
+    with tf.control_dependencies(ops):
+        if isinstance(grad, tf.IndexedSlices):
+            return tf.IndexedSlices(tf.identity(grad.values), grad.indices, grad.dense_shape)
+        return tf.identity(grad)
