@@ -33,8 +33,11 @@ def inter_op_threads(requested, preprocesses_in_graph, num_cores=None):
     """
     if requested or not preprocesses_in_graph:
         return requested
-    cores = num_cores or len(os.sched_getaffinity(0))
-    return INTER_OP_THREADS_PER_CORE_WHEN_PREPROCESSING * cores
+    if not num_cores:
+        # The cores this process may run on (a container's share), where the OS says.
+        affinity = getattr(os, 'sched_getaffinity', None)
+        num_cores = len(affinity(0)) if affinity else os.cpu_count()
+    return INTER_OP_THREADS_PER_CORE_WHEN_PREPROCESSING * num_cores
 
 
 def config_proto(num_cpu_devices=1, num_intra_threads=0, num_inter_threads=0,

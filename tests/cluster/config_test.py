@@ -1,10 +1,13 @@
 """Cluster settings: flags and TF_CONFIG to ClusterConfig, and every refusal naming its flag."""
 import json
+import os
 
 import pytest
 
+from tests import testing
 from tfhp import cli
 from tfhp import config as config_lib
+from tfhp.cluster import task
 from tfhp.cluster import tf_config
 
 HOSTS = {'ps_hosts': ('127.0.0.1:2000',), 'worker_hosts': ('127.0.0.1:2001', '127.0.0.1:2002')}
@@ -98,3 +101,12 @@ def test_flags_and_tf_config_map_to_the_config():
             'ps', 0, HOSTS['worker_hosts'])
     finally:
         cli.FLAGS.unparse_flags()
+
+
+@pytest.mark.parametrize('use_datasets, expected', [(False, 2 * 3), (True, 0)])
+def test_a_task_server_sizes_its_inter_op_pool_as_a_local_run_does(monkeypatch, use_datasets,
+                                                                   expected):
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1, 2})   # a 3-core machine
+    cfg = testing.small_config(cluster=dict(HOSTS, job_name='worker', task_index=0),
+                               data={'data_dir': '/data', 'use_datasets': use_datasets})
+    assert task.server_proto(cfg).inter_op_parallelism_threads == expected
