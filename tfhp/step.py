@@ -74,13 +74,11 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
         with tf.name_scope(scopes.tower(t)), manager.tower_scope(t), _compiled(compile_towers):
             with tf.name_scope(scopes.FORWARD):
                 update_ops_before = len(tf.get_collection(layers.BN_UPDATE_OPS))
-                loss, logits = model_fn(images, labels)
-                differentiated = loss
+                cross_entropy, logits = model_fn(images, labels)
                 variables = manager.trainable_variables(t)
                 l2 = tower_lib.l2_loss(variables, weight_decay)
-                loss = tf.add(loss, l2, name='loss')
-                if not decay_in_update:
-                    differentiated = loss
+                loss = tf.add(cross_entropy, l2, name='loss')
+                differentiated = cross_entropy if decay_in_update else loss
                 top1.append(_accuracy(logits, labels, 1))
                 top5.append(_accuracy(logits, labels, 5))
                 scale = loss_scale.value() if loss_scale else None
