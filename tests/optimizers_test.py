@@ -71,7 +71,8 @@ def test_weight_decay_moves_into_the_update_only_where_it_is_the_same_step(chang
     settings = dict(optimizer='sgd', weight_decay=4e-5, gradient_clip=None, loss_scale=None,
                     synchronous=True, staged_reads=False)
     settings.update(changes)
-    cfg = config_lib.OptimizerConfig(optimizer=settings.pop('optimizer'))
+    cfg = config_lib.OptimizerConfig(**{name: settings.pop(name) for name in (
+        'optimizer', 'weight_decay', 'gradient_clip')})
     assert optimizers.decays_in_update(cfg, **settings) == expected
 
 
@@ -84,4 +85,4 @@ def test_the_benchmark_differentiates_no_l2_term_when_the_update_decays():
     assert not l2_gradients()
     assert l2_gradients(optimizer='momentum')
     with pytest.raises(config_lib.ConfigError, match='--optimizer=sgd'):
-        optimizers.make_optimizer(config_lib.OptimizerConfig(optimizer='momentum'), 0.1, 4e-5)
+        optimizers.make_optimizer(config_lib.OptimizerConfig(optimizer='momentum'), 0.1, True)

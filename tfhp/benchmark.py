@@ -196,10 +196,9 @@ def build(cfg, topology=None, finalize=True):
                 batch_size if in_graph_async else images_per_step, examples_per_epoch)
             verbosity = cfg.profile.summary_verbosity if cfg.profile.save_summaries_steps else 0
             decay_in_update = optimizers.decays_in_update(
-                cfg.optimizer, cfg.optimizer.weight_decay, cfg.optimizer.gradient_clip, scale,
-                topology.synchronous, cfg.replication.staged_reads)
-            optimizer_fn = lambda: optimizers.make_optimizer(
-                cfg.optimizer, rate, cfg.optimizer.weight_decay if decay_in_update else 0.0)
+                cfg.optimizer, scale, topology.synchronous, cfg.replication.staged_reads)
+            optimizer_fn = lambda: optimizers.make_optimizer(cfg.optimizer, rate,
+                                                             decay_in_update)
             if scale:
                 optimizer_fn = scale.optimizer_fn(optimizer_fn)
             # Outermost, so the summaries see every gradient, skipped update or not.

@@ -93,25 +93,25 @@ class DecayingGradientDescent(tf.train.GradientDescentOptimizer):
         return self._resource_apply_dense(dense, handle)
 
 
-def decays_in_update(optimizer_config, weight_decay, gradient_clip, loss_scale, synchronous,
-                     staged_reads):
+def decays_in_update(optimizer_config, loss_scale, synchronous, staged_reads):
     """Whether `make_optimizer` may apply the weight decay in the update
     (`DecayingGradientDescent`): plain SGD with a decay, in synchronous steps whose towers read
     the variables' current values, with no clipping or loss scale acting on the gradient the
     decay would otherwise be part of."""
-    return (optimizer_config.optimizer == 'sgd' and weight_decay > 0 and
-            gradient_clip is None and loss_scale is None and synchronous and not staged_reads)
+    cfg = optimizer_config
+    return (cfg.optimizer == 'sgd' and cfg.weight_decay > 0 and cfg.gradient_clip is None and
+            loss_scale is None and synchronous and not staged_reads)
 
 
-def make_optimizer(optimizer_config, rate, decay_in_update=0.0):
+def make_optimizer(optimizer_config, rate, decay_in_update=False):
     """A new tf.train optimizer of the configured kind at learning rate `rate`; with
-    `decay_in_update` (plain SGD only, see `decays_in_update`) one whose update applies that
-    weight decay (`DecayingGradientDescent`)."""
+    `decay_in_update` (plain SGD only, see `decays_in_update`) one whose update applies the
+    configured weight decay (`DecayingGradientDescent`)."""
     cfg = optimizer_config
     if decay_in_update:
         if cfg.optimizer != 'sgd':
             raise config_lib.ConfigError('weight decay in the update needs --optimizer=sgd')
-        return DecayingGradientDescent(rate, decay_in_update)
+        return DecayingGradientDescent(rate, cfg.weight_decay)
     if cfg.optimizer == 'sgd':
         return tf.train.GradientDescentOptimizer(rate)
     if cfg.optimizer == 'momentum':
