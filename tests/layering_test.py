@@ -11,7 +11,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfhp/trace.py',
-                'tfhp/diagnose.py'}
+                'tfhp/diagnose.py', 'tfhp/kernels.py'}
 # Package -> tfhp modules it may import (prefixes).
 ALLOWED = {
     'tfhp/ops/': ('tfhp.ops',),
