@@ -10,10 +10,10 @@ tfhp / reference is taken within each round; cells are median [min-max] over the
 enough rounds for that to mean something (5: a sign test).
 
 Both take the same flags: --model, --batch_size, --num_batches, --num_warmup_batches,
---device=cpu, --data_format, --tf_random_seed and, for real data, --data_dir,
---use_datasets and 1001 classes (the reference's --data_name=imagenet; tfhp's
---num_classes=1001); each program keeps its own defaults for everything else, as a user
-running either would.
+--device=cpu, --data_format, --tf_random_seed, 1001 classes (the reference's ImageNet, its
+default data set even for synthetic data; tfhp's --num_classes=1001) and, for real data,
+--data_dir and --use_datasets (the reference told --data_name=imagenet); each program keeps
+its own defaults for everything else, as a user running either would.
 
   python -m experiments.vs_reference --reference=~/benchmarks/scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py
   python -m experiments.vs_reference --reference=... --models=trivial:32,resnet50:8 --rounds=3
@@ -96,14 +96,15 @@ def rows(models, data_dir, data_model, inputs, data_format, num_batches, num_war
     common_args = ['--device=cpu', '--data_format=%s' % data_format,
                    '--num_batches=%d' % num_batches,
                    '--num_warmup_batches=%d' % num_warmup_batches]
-    made = [Row('%s b%d synthetic' % parse_model(m), *parse_model(m), shared=common_args)
-            for m in models]
+    # tfhp's logits match the reference's 1001 ImageNet classes whatever the data holds.
+    classes = ['--num_classes=1001']
+    made = [Row('%s b%d synthetic' % parse_model(m), *parse_model(m), shared=common_args,
+                tfhp_only=classes) for m in models]
     if data_dir:
         model, batch = parse_model(data_model)
-        # tfhp's logits match the reference's 1001 ImageNet classes whatever the data holds.
         made += [Row('%s b%d %s' % (model, batch, name), model, batch,
                      common_args + ['--data_dir=%s' % data_dir] + INPUTS[name],
-                     tfhp_only=['--num_classes=1001'], reference_only=['--data_name=imagenet'],
+                     tfhp_only=classes, reference_only=['--data_name=imagenet'],
                      data=name)
                  for name in inputs]
     return made

@@ -22,9 +22,11 @@ def test_rows_give_both_programs_the_same_flags_and_each_its_own():
                              'NHWC', 50, 5)
     assert [r.label for r in made] == ['resnet50 b8 synthetic', 'trivial b32 RecordInput',
                                        'trivial b32 tf.data']
-    assert made[0].args(3) == made[0].reference_args(3) == [
-        '--model=resnet50', '--batch_size=8', '--device=cpu', '--data_format=NHWC',
-        '--num_batches=50', '--num_warmup_batches=5', '--tf_random_seed=3']
+    shared = ['--model=resnet50', '--batch_size=8', '--device=cpu', '--data_format=NHWC',
+              '--num_batches=50', '--num_warmup_batches=5', '--tf_random_seed=3']
+    # The reference's default data set is ImageNet's 1001 classes, synthetic data included.
+    assert made[0].args(3) == shared + ['--num_classes=1001']
+    assert made[0].reference_args(3) == shared
     record_input = made[1]
     assert '--use_datasets=false' in record_input.args(1)
     assert '--use_datasets=true' in made[2].reference_args(1)
