@@ -15,9 +15,14 @@ default data set even for synthetic data; tfhp's --num_classes=1001) and, for re
 --data_dir and --use_datasets (the reference told --data_name=imagenet); each program keeps
 its own defaults for everything else, as a user running either would.
 
+--kernel_steps=N adds, per row, one more untimed run of each program with ONEDNN_VERBOSE=1 and
+the comparison of the oneDNN kernels they executed (tfhp.profiling.kernels): where the two
+ran the same problems at the same median times, their step times differ outside the kernels.
+
   python -m experiments.vs_reference --reference=~/benchmarks/scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py
   python -m experiments.vs_reference --reference=... --models=trivial:32,resnet50:8 --rounds=3
   python -m experiments.vs_reference --reference=... --models= --data_dir=/data/imagenet_tfr
+  python -m experiments.vs_reference --reference=... --models=resnet50:8 --kernel_steps=4
 """
 import os
 import re
@@ -29,6 +34,7 @@ from absl import flags
 
 from experiments import common
 from experiments import stats
+from tfhp.profiling import kernels
 
 FLAGS = flags.FLAGS
 FIGURES = ('tfhp_images_per_sec', 'reference_images_per_sec', 'ratio')
@@ -56,6 +62,9 @@ def define_flags():
     flags.DEFINE_integer('rounds', 2, 'Alternations per row (seeds --tf_random_seed + r).')
     flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first round.')
     flags.DEFINE_float('timeout_s', 900.0, 'Bound on each run.')
+    flags.DEFINE_integer('kernel_steps', 0, 'After each row\'s rounds, run both programs '
+                         'once more for this many untimed steps with ONEDNN_VERBOSE=1 and '
+                         'compare the oneDNN kernels they ran (0: not).')
     flags.DEFINE_string('result_file', None, 'Append one JSON line per row here.')
 
 
@@ -110,20 +119,63 @@ def rows(models, data_dir, data_model, inputs, data_format, num_batches, num_war
     return made
 
 
-def reference_images_per_sec(path, args, timeout_s):
-    """(images/sec, None) of one reference run, or (None, why it failed)."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+def _output(command, timeout_s, cwd=None, env=None):
+    """(standard output, None) of a run that exited 0, or (None, why it failed)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', **(env or {}))
     try:
-        proc = subprocess.run([sys.executable, path] + list(args), capture_output=True,
-                              text=True, timeout=timeout_s, env=env,
-                              cwd=os.path.dirname(os.path.abspath(path)))
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                              env=env, cwd=cwd)
     except subprocess.TimeoutExpired:
         return None, 'timed out after %g s' % timeout_s
-    found = _TOTAL.findall(proc.stdout)
-    if proc.returncode or not found:
+    if proc.returncode:
         tail = ' | '.join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         return None, 'failed (exit status %d): %s' % (proc.returncode, tail)
+    return proc.stdout, None
+
+
+def _reference_command(path, args):
+    return [sys.executable, path] + list(args), os.path.dirname(os.path.abspath(path))
+
+
+def reference_images_per_sec(path, args, timeout_s):
+    """(images/sec, None) of one reference run, or (None, why it failed)."""
+    command, cwd = _reference_command(path, args)
+    out, error = _output(command, timeout_s, cwd)
+    if error:
+        return None, error
+    found = _TOTAL.findall(out)
+    if not found:
+        return None, 'no "total images/sec" line in its output'
     return float(found[-1]), None
+
+
+def compare_kernels(row, reference, steps, timeout_s, seed):
+    """Runs the row once more per program, `steps` untimed steps with ONEDNN_VERBOSE=1, and
+    compares the oneDNN kernels they executed (`tfhp.profiling.kernels.compare`).
+
+    Returns:
+      {'kernel_ratio': tfhp's summed median time per problem over the reference's, on the
+       problems both ran, 'kernel_problems': how many, 'kernel_problems_only_tfhp' and
+       'kernel_problems_only_reference'}, or {'kernel_error': why not}.
+    """
+    verbose = {'ONEDNN_VERBOSE': '1'}
+    steps_flag = ['--num_batches=%d' % steps]  # absl: the last value of a flag wins
+    tfhp_out, error = _output([sys.executable, '-m', 'tfhp'] + row.args(seed) + steps_flag,
+                              timeout_s, env=verbose)
+    if error:
+        return {'kernel_error': 'tfhp: %s' % error}
+    command, cwd = _reference_command(reference, row.reference_args(seed) + steps_flag)
+    reference_out, error = _output(command, timeout_s, cwd, env=verbose)
+    if error:
+        return {'kernel_error': 'reference: %s' % error}
+    runs = [kernels.parse(out.splitlines()) for out in (tfhp_out, reference_out)]
+    if not all(runs):
+        return {'kernel_error': 'no oneDNN executions logged (not a oneDNN build?)'}
+    rows = kernels.compare(*runs)
+    return {'kernel_ratio': kernels.common_ratio(rows),
+            'kernel_problems': sum(r.common for r in rows),
+            'kernel_problems_only_tfhp': sum(r.only_a for r in rows),
+            'kernel_problems_only_reference': sum(r.only_b for r in rows)}
 
 
 def measure(row, reference, timeout_s, seed):
@@ -178,6 +230,11 @@ def mark_ratios(records):
 TABLE = [('row', 'label', None), ('tfhp images/s', 'tfhp_images_per_sec', '%.1f'),
          ('reference images/s', 'reference_images_per_sec', '%.1f'),
          ('tfhp / reference', 'ratio', '%.3f')]
+# With --kernel_steps: the oneDNN kernels of one more run each (see compare_kernels).
+KERNEL_COLUMNS = [('kernels tfhp / reference', 'kernel_ratio', '%.3f'),
+                  ('problems both ran', 'kernel_problems', '%d'),
+                  ('only tfhp', 'kernel_problems_only_tfhp', '%d'),
+                  ('only reference', 'kernel_problems_only_reference', '%d')]
 
 
 def main(argv):
@@ -202,8 +259,12 @@ def main(argv):
     records = common.repeat_in_rounds(
         [lambda seed, row=row: measure(row, reference, FLAGS.timeout_s, seed) for row in made],
         FLAGS.rounds, FLAGS.tf_random_seed, FIGURES)
+    if reference and FLAGS.kernel_steps:
+        for row, record in zip(made, records):
+            record.update(compare_kernels(row, reference, FLAGS.kernel_steps, FLAGS.timeout_s,
+                                          FLAGS.tf_random_seed))
     mark_ratios(records)
-    common.print_table(records, TABLE)
+    common.print_table(records, TABLE + (KERNEL_COLUMNS if FLAGS.kernel_steps else []))
     if any(stats.is_summary(r.get('ratio')) for r in records):
         print('*: every round\'s ratio on the same side of 1, in 5 rounds or more (a sign test: '
               'chance <= %.2f were there no difference)' % stats.ALPHA)
@@ -211,6 +272,8 @@ def main(argv):
         for run in record.get('runs', []):
             if run.get('error'):
                 print('%s, seed %d: %s' % (record['label'], run['seed'], run['error']))
+        if record.get('kernel_error'):
+            print('%s, kernels: %s' % (record['label'], record['kernel_error']))
     common.write_records(records, FLAGS.result_file)
     return 0
 

@@ -70,3 +70,38 @@ def test_a_failing_reference_is_named_and_a_missing_one_refused(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().endswith('absent.py: no such file (the path of '
                                         'tf_cnn_benchmarks.py)')
+
+
+def _exec_line(problem, ms):
+    return ('onednn_verbose,v1,primitive,exec,cpu,convolution,brgconv_1x1:avx512_core,'
+            'forward_training,src:f32::blocked:acdb::f0,,,%s,%s\n' % (problem, ms))
+
+
+def test_the_kernels_of_one_more_verbose_run_of_each_are_compared(monkeypatch):
+    calls = []
+    outputs = {'tfhp': _exec_line('mb8_ic64oc256', 2.0) + 'total images/sec: 7.0\n',
+               'reference': _exec_line('mb8_ic64oc256', 4.0) + _exec_line('mb8_ic64oc1001', 1.0)}
+
+    def fake_output(command, timeout_s, cwd=None, env=None):
+        calls.append((command, cwd, env))
+        return outputs['tfhp' if command[1:3] == ['-m', 'tfhp'] else 'reference'], None
+
+    monkeypatch.setattr(vs_reference, '_output', fake_output)
+    (row,) = vs_reference.rows(['resnet50:8'], None, None, [], 'NHWC', 30, 5)
+    record = vs_reference.compare_kernels(row, '/refs/tf_cnn_benchmarks.py', 4, 60, seed=7)
+    assert record == {'kernel_ratio': 0.5, 'kernel_problems': 1,
+                      'kernel_problems_only_tfhp': 0, 'kernel_problems_only_reference': 1}
+    (tfhp_command, _, tfhp_env), (ref_command, ref_cwd, ref_env) = calls
+    assert tfhp_command[3:] == row.args(7) + ['--num_batches=4']
+    assert ref_command[1:] == ['/refs/tf_cnn_benchmarks.py'] + row.reference_args(7) + [
+        '--num_batches=4']
+    assert ref_cwd == '/refs' and tfhp_env == ref_env == {'ONEDNN_VERBOSE': '1'}
+
+    outputs['reference'] = 'total images/sec: 7.0\n'
+    assert vs_reference.compare_kernels(row, '/refs/tf_cnn_benchmarks.py', 4, 60, 7) == {
+        'kernel_error': 'no oneDNN executions logged (not a oneDNN build?)'}
+    monkeypatch.setattr(vs_reference, '_output',
+                        lambda command, *a, **k: (None, 'timed out after 60 s')
+                        if command[1] != '-m' else (outputs['tfhp'], None))
+    assert vs_reference.compare_kernels(row, '/refs/tf_cnn_benchmarks.py', 4, 60, 7) == {
+        'kernel_error': 'reference: timed out after 60 s'}
