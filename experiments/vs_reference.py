@@ -121,10 +121,11 @@ def rows(models, data_dir, data_model, inputs, data_format, num_batches, num_war
 
 def _output(command, timeout_s, cwd=None, env=None):
     """(standard output, None) of a run that exited 0, or (None, why it failed)."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', **(env or {}))
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
+    environment.update(env or {})
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                              env=env, cwd=cwd)
+                              env=environment, cwd=cwd)
     except subprocess.TimeoutExpired:
         return None, 'timed out after %g s' % timeout_s
     if proc.returncode:

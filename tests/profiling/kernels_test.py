@@ -29,6 +29,9 @@ LOG = [
     _line('reorder', 'jit:uni', 'undef', REORDER, 0.5),
     # oneDNN 2.x's form: no `v1,primitive` fields.
     'onednn_verbose,exec,cpu,reorder,jit:uni,undef,%s,0.25\n' % REORDER,
+    # A graph partition's execution is laid out otherwise: not a primitive.
+    'onednn_verbose,v1,graph,exec,cpu,100002,matmul_post_ops,MatMul;Add,data:abc,in0_f32:0:'
+    'strided:undef:1x2x3:6s3s1,f32,dnnl_backend,1.5\n',
 ]
 
 

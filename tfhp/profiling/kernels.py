@@ -47,9 +47,11 @@ def parse(lines):
         if not line.startswith('onednn_verbose,') and not line.startswith('dnnl_verbose,'):
             continue
         fields = line.rstrip('\n').split(',')
-        if _EXEC not in fields[1:4] or len(fields) < 9:
+        # oneDNN 3.x: `v1,primitive,exec` (`v1,graph,exec` lines are laid out otherwise);
+        # 2.x: `exec` right after the prefix.
+        at = 3 if fields[1:3] == ['v1', 'primitive'] else 1
+        if len(fields) < at + 7 or fields[at] != _EXEC:
             continue
-        at = fields.index(_EXEC, 1)
         try:
             ms = float(fields[-1])
         except ValueError:
