@@ -173,10 +173,10 @@ def compare_kernels(row, reference, steps, timeout_s, seed):
     if not all(runs):
         return {'kernel_error': 'no oneDNN executions logged (not a oneDNN build?)'}
     rows = kernels.compare(*runs)
-    return {'kernel_ratio': kernels.common_ratio(rows),
-            'kernel_problems': sum(r.common for r in rows),
-            'kernel_problems_only_tfhp': sum(r.only_a for r in rows),
-            'kernel_problems_only_reference': sum(r.only_b for r in rows)}
+    summed = kernels.total(rows)
+    return {'kernel_ratio': kernels.common_ratio(rows), 'kernel_problems': summed.common,
+            'kernel_problems_only_tfhp': summed.only_a,
+            'kernel_problems_only_reference': summed.only_b}
 
 
 def measure(row, reference, timeout_s, seed):

@@ -17,8 +17,8 @@ problem: the same problems run by the same implementations at the same median ti
 import collections
 import statistics
 
-# The field that marks a primitive execution; the three fields after the engine name the
-# primitive kind, its implementation and its propagation kind.
+# The field that marks a primitive execution (after it: the engine, then the primitive kind,
+# its implementation and its propagation kind).
 _EXEC = 'exec'
 
 Execution = collections.namedtuple('Execution', ['kind', 'impl', 'prop', 'problem', 'ms'])
@@ -124,10 +124,16 @@ def compare(a, b):
     return sorted(rows, key=lambda r: -max(r.ms_a, r.ms_b))
 
 
+def total(rows):
+    """`compare`'s rows summed into one `Compared` row, of kind 'all'."""
+    return Compared('all', '', '', *(sum(getattr(r, field) for r in rows)
+                                     for field in Compared._fields[3:]))
+
+
 def common_ratio(rows):
     """Sum of a's median times over the problems both ran, divided by b's (None: none)."""
-    ms_b = sum(r.ms_b for r in rows)
-    return sum(r.ms_a for r in rows) / ms_b if ms_b else None
+    summed = total(rows)
+    return summed.ms_a / summed.ms_b if summed.ms_b else None
 
 
 def _impl_width(rows):
@@ -159,9 +165,9 @@ def format_comparison(rows, name_a='a', name_b='b'):
         ratio = '%7.3f' % (r.ms_a / r.ms_b) if r.ms_b else '%7s' % '-'
         lines.append('%-20s %-*s %-18s %7d %12.2f %12.2f %s %7d %7d' % (
             r.kind, w, r.impl, r.prop, r.common, r.ms_a, r.ms_b, ratio, r.only_a, r.only_b))
-    ratio = common_ratio(rows)
+    summed, ratio = total(rows), common_ratio(rows)
     lines.append('a = %s, b = %s; sum of median times over the problems both ran: %.2f ms '
                  'against %.2f ms, ratio %s' % (
-                     name_a, name_b, sum(r.ms_a for r in rows), sum(r.ms_b for r in rows),
+                     name_a, name_b, summed.ms_a, summed.ms_b,
                      '%.3f' % ratio if ratio is not None else '-'))
     return '\n'.join(lines)
