@@ -123,9 +123,8 @@ def signal_done(target, cluster_config, tasks, sender, failed=False):
                 sess.run(signal, options=options)
                 break
             except (tf.errors.UnavailableError, tf.errors.AbortedError):
-                # A transient channel failure (seen once in ~4 suites: a ps never got a
-                # worker's done, waited P for it, then failed the job); a gone task fails
-                # fast every time, so retrying it costs little.
+                # A channel that failed once may answer a retry (a duplicate token is
+                # harmless); a gone task fails fast every time, so retrying costs little.
                 if attempt + 1 == _SIGNAL_ATTEMPTS:
                     missed.append((job, index))
                 else:
@@ -158,24 +157,24 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
     cfg = cluster_config
     graph = tf.Graph()
     with graph.as_default():
-        dequeue = barriers.done_queue(device(cfg.job_name, cfg.task_index)).dequeue()
+        take = barriers.take_done_tokens(device(cfg.job_name, cfg.task_index))
     proto = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (cfg.job_name, cfg.task_index)])
-    options = tf.RunOptions(timeout_in_ms=500)
+    # The run is local and does not wait; the bound only guards against a broken server.
+    options = tf.RunOptions(timeout_in_ms=int(cfg.peer_timeout_s * 1000))
     pending, lost, failed = dict(senders), {}, {}
     with tf.Session(server.target, graph=graph, config=proto) as sess:
         while pending:
             state.advance()
-            try:
-                token = int(sess.run(dequeue, options=options))
+            tokens = sess.run(take, options=options)
+            for token in tokens:
                 sender = token if token >= 0 else -token - 1
                 peer = pending.pop(sender, None) or lost.pop(sender, None)
                 lost.pop(sender, None)
                 if token < 0 and peer is not None:
                     log('%s failed; not waiting for it' % peer)
                     failed[sender] = peer
-                continue
-            except tf.errors.DeadlineExceededError:
-                pass
+            if len(tokens) == 0:
+                time.sleep(POLL_S)
             for sender, peer in sorted(lost.items()):
                 if not watch.lost([peer], cfg.peer_timeout_s, cfg.peer_timeout_s):
                     log('%s is back; waiting for it again' % peer)

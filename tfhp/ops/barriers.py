@@ -5,7 +5,10 @@ names one queue in that device's task, so enqueues in one process wake dequeues 
 Two protocols use them:
   done tokens: each worker, when it finishes, enqueues its index into the done queue of every
     task that only serves (ps tasks, in-graph workers), or -(index + 1) when it fails; a serving
-    task exits once it has a token from every worker (`tfhp.cluster.servers.serve_until_done`).
+    task exits once it has a token from every worker (`tfhp.cluster.servers.serve_until_done`),
+    taking them with `take_done_tokens`, never with a dequeue bounded by a timeout: a dequeue
+    cancelled by its run's deadline as a token arrives still takes the token, which is then lost
+    (measured on TF 2.21: 15 of 500 tokens, enqueued across two servers, with 10 ms timeouts).
   step tokens: a synchronous step's chief enqueues one token per replica holding the new global
     step; a replica that sent a gradient computed at step L waits for a token newer than L
     (`dequeue_newer_than`), discarding older ones (`tfhp.replication.sync_replicas`).
@@ -20,6 +23,14 @@ def done_queue(device):
     with tf.device(device):
         return tf.FIFOQueue(-1, [tf.int32], shapes=[[]], shared_name=DONE_QUEUE,
                             name=DONE_QUEUE)
+
+
+def take_done_tokens(device):
+    """An int32 vector op: every token in the done queue of `device` now, in order (empty when
+    there is none). It never waits, so it needs no timeout; the serving task must be the queue's
+    only consumer (tokens arriving during the run stay for the next one)."""
+    queue = done_queue(device)
+    return queue.dequeue_up_to(queue.size())
 
 
 def signal_done(devices, worker_index, failed=False):
