@@ -25,7 +25,9 @@ import os
 import sys
 import threading
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # before TensorFlow loads: quiet C++ logs
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top,wrong-import-position

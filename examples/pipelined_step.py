@@ -21,10 +21,11 @@ trains a few steps, analyses one traced step with `tfhp.profiling`, and drains t
 See docs/guide.md for a walk through the code.
 """
 import argparse
-import os
 import tempfile
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # before TensorFlow loads: quiet C++ logs
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 

@@ -16,10 +16,11 @@ the same update. The example shows the three facts a hand-built replicated step 
 See docs/guide.md for a walk through the code.
 """
 import argparse
-import os
 import re
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')  # before TensorFlow loads: quiet C++ logs
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow.compat.v1 as tf

@@ -26,7 +26,9 @@ import functools
 import os
 import tempfile
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

@@ -28,7 +28,9 @@ import json
 import os
 import sys
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

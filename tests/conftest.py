@@ -1,5 +1,10 @@
-"""Test set-up: graph mode for every test, as in the entry points."""
-from tfhp import compat
+"""Test set-up: the entry points' process settings and graph mode, for every test (and the
+processes tests start inherit the settings)."""
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
+
+from tfhp import compat  # pylint: disable=wrong-import-position
 
 compat.enable_graph_mode()
 

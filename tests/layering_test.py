@@ -20,7 +20,8 @@ ALLOWED = {
     'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology', 'tfhp.counts'),
     'tfhp/models/': ('tfhp.models',),
     # Data-set writers share the record format with the pipelines (its one definition).
-    'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat'),
+    'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat',
+                   'tfhp.startup'),
     'tfhp/profiling/': ('tfhp.profiling', 'tfhp.ops', 'tfhp.session'),
 }
 

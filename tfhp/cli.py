@@ -8,8 +8,9 @@ import dataclasses
 import os
 import sys
 
-# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

@@ -6,11 +6,11 @@ stage, transfers and how much of them compute hid, the critical path and the top
 tfhp.profiling.analysis for the definitions, docs/profiling.md for how to read it).
 """
 import json
-import os
 import sys
 
-# Quiet TensorFlow's C++ start-up chatter unless the user asked for it.
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags

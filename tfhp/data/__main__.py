@@ -13,10 +13,11 @@ Examples:
   python -m tfhp.data cifar10 --input_dir=~/cifar-10-batches-py --output_dir=/tmp/cifar10
   python -m tfhp.data check --data_dir=/tmp/shapes
 """
-import os
 import sys
 
-os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
 
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
