@@ -165,7 +165,7 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
     with tf.Session(server.target, graph=graph, config=proto) as sess:
         while pending:
             state.advance()
-            tokens = sess.run(take, options=options)
+            tokens = sess.run(take, options=options).tolist()
             for token in tokens:
                 sender = token if token >= 0 else -token - 1
                 peer = pending.pop(sender, None) or lost.pop(sender, None)
@@ -173,7 +173,7 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
                 if token < 0 and peer is not None:
                     log('%s failed; not waiting for it' % peer)
                     failed[sender] = peer
-            if len(tokens) == 0:
+            if not tokens:
                 time.sleep(POLL_S)
             for sender, peer in sorted(lost.items()):
                 if not watch.lost([peer], cfg.peer_timeout_s, cfg.peer_timeout_s):
