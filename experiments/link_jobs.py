@@ -17,6 +17,7 @@ token-bucket-shaped NIC, or on loopback) and returns its record:
 import statistics
 
 from experiments import common
+from tfhp import modes
 from tfhp.profiling import link_bound
 
 # Model name -> its tfhp flags. null_dense: one 16 MiB float32 vector and no compute, the pure
@@ -43,7 +44,7 @@ _SCALES = {'float16': 0.5, 'bfloat16': 0.5}
 def job_args(model, steps, warmup_steps, extra=()):
     """The tfhp flags of a job of `model` (a MODELS key) with its timed and warm-up steps;
     `extra` may name another --variable_update (default parameter_server, partitioned)."""
-    ps = _flag(extra, 'variable_update', 'parameter_server') == 'parameter_server'
+    ps = modes.strategy(_flag(extra, 'variable_update', modes.DEFAULT_STRATEGY)).partitions
     return (MODELS[model] + COMMON_ARGS + ([PARTITION] if ps else []) +
             ['--num_batches=%d' % steps, '--num_warmup_batches=%d' % warmup_steps] +
             list(extra))
@@ -56,13 +57,12 @@ def _flag(args, name, default):
 
 def expected(chief, num_ps, num_workers, rates, tfhp_args):
     """{'model_mb', 'bound_ms', 'turns_ms'} of a job from its chief's result (module doc)."""
-    update = _flag(tfhp_args, 'variable_update', 'parameter_server')
-    if 'num_params' not in chief or update not in link_bound.PS_UPDATES + (
-            'collective_all_reduce',):
+    update = _flag(tfhp_args, 'variable_update', modes.DEFAULT_STRATEGY)
+    if 'num_params' not in chief or not link_bound.has_traffic_model(update):
         return {}
     model_bytes = 4.0 * chief['num_params']
     ps_bytes = None
-    if num_ps and update != 'collective_all_reduce':
+    if num_ps and not modes.strategy(update).worker_all_reduce:
         ps_bytes = link_bound.ps_task_bytes(chief.get('variable_bytes_by_device', {}), num_ps)
         if not sum(ps_bytes):  # distributed_replicated's masters are not trainable variables
             ps_bytes = [model_bytes / num_ps] * num_ps

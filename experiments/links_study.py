@@ -35,6 +35,7 @@ from absl import flags
 from experiments import common
 from experiments import link_jobs
 from experiments import links_report
+from tfhp import modes
 from tfhp.cluster import links
 
 FLAGS = flags.FLAGS
@@ -109,7 +110,7 @@ def precision_rows(model, rate, num_workers, updates, steps, warmup_steps):
     """Measurements of each update with gradients sent in each dtype."""
     return [_row({'study': 'precision', 'model': model, 'update': update, 'dtype': dtype,
                   'label': '%s, %s' % (update, dtype)},
-                 0 if update == 'collective_all_reduce' else 1, num_workers,
+                 0 if modes.strategy(update).worker_all_reduce else 1, num_workers,
                  link_jobs.job_args(model, steps, warmup_steps, [
                      '--variable_update=' + update, '--gradient_transfer_dtype=' + dtype]),
                  rate)

@@ -17,12 +17,13 @@ ALLOWED = {
     'tfhp/ops/': ('tfhp.ops',),
     'tfhp/pipelines/': ('tfhp.ops', 'tfhp.pipelines'),
     # counts: the pure arithmetic of the counters managers keep (the launcher shares it).
-    'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology', 'tfhp.counts'),
+    'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology', 'tfhp.counts',
+                          'tfhp.modes'),
     'tfhp/models/': ('tfhp.models',),
     # Data-set writers share the record format with the pipelines (its one definition).
     'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat',
                    'tfhp.startup'),
-    'tfhp/profiling/': ('tfhp.profiling', 'tfhp.ops', 'tfhp.session'),
+    'tfhp/profiling/': ('tfhp.profiling', 'tfhp.ops', 'tfhp.session', 'tfhp.modes'),
 }
 
 

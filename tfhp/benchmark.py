@@ -114,7 +114,7 @@ def _make_pipeline(cfg, batch_size, image_size, topology, num_classes, data_name
     """The configured pipeline; it checks its files when made, before building any op."""
     # A between-graph worker's towers continue the numbering of the workers before it, so no
     # two towers of a cluster see the same data; its RecordInput readers start further on.
-    between_graph = topology.graph_mode == 'between_graph'
+    between_graph = topology.mode.graph_per_worker
     first_tower = topology.task_index * topology.num_towers if between_graph else 0
     shift_ratio = cfg.data.record_input_shift_ratio or (
         topology.task_index / topology.num_workers if between_graph else 0.0)
@@ -168,7 +168,7 @@ def build(cfg, topology=None, finalize=True):
         manager = replication.make_variable_manager(config_lib.all_reduce_replication(cfg),
                                                     topology, cfg.cluster, cfg.staleness)
         delay_s = (cfg.cluster.straggler_delay_s(topology.task_index, 'compute')
-                   if topology.graph_mode == 'between_graph' else 0.0)
+                   if topology.mode.graph_per_worker else 0.0)
         model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
                                        cfg.model.fuse_batchnorm, is_training=cfg.trains,
                                        dtype=cfg.precision.dtype,
@@ -186,7 +186,7 @@ def build(cfg, topology=None, finalize=True):
         else:
             # In a cluster the global step is shared: on the first parameter device; the loss
             # scale beside it.
-            with tf.device(None if topology.graph_mode == 'local' else
+            with tf.device(None if not topology.mode.cluster else
                            topology.variable_devices[0]):
                 global_step = tf.train.get_or_create_global_step()
                 scale = _loss_scale(cfg.precision)

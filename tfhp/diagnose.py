@@ -40,6 +40,7 @@ from tfhp import compat
 from tfhp import config as config_lib
 from tfhp.config import paths
 from tfhp import launch
+from tfhp import modes
 from tfhp import plots
 from tfhp.cluster import links as links_lib
 from tfhp.data import info as data_info
@@ -59,6 +60,9 @@ flags.DEFINE_string('link_bandwidth', None, 'Cluster mode: every task\'s NIC rat
 flags.DEFINE_string('ps_link_bandwidth', None, 'Cluster mode: the ps tasks\' NIC rate '
                     '(default: --link_bandwidth).')
 flags.DEFINE_float('job_timeout_s', 900.0, 'Cluster mode: bound on each job.')
+
+# The what-if without aggregation: each tower trains alone (no communication at all).
+_INDEPENDENT = modes.names(lambda s: not s.aggregates)[0]
 
 
 def _replace(cfg, section, **fields):
@@ -96,8 +100,8 @@ def ablations(cfg):
     add('synthetic data', None if cfg.data.data_dir else 'no real data configured (--data_dir)',
         synthetic)
     add('independent', ('the configuration is already independent'
-                        if cfg.replication.variable_update == 'independent' else None),
-        lambda: _replace(cfg, 'replication', variable_update='independent'))
+                        if not cfg.replication.strategy.aggregates else None),
+        lambda: _replace(cfg, 'replication', variable_update=_INDEPENDENT))
     add('one device', None if cfg.device.num_devices > 1 else 'the configuration has one device',
         lambda: _replace(cfg, 'device', num_devices=1))
     return variants
@@ -171,8 +175,8 @@ def one_process_config(cfg):
     the same), gradients stay float32 (their narrowing is part of what a cluster sends).
     """
     replication = cfg.replication
-    if replication.variable_update in config_lib.DISTRIBUTED_VARIABLE_UPDATES:
-        replication = dataclasses.replace(replication, variable_update='parameter_server')
+    if not replication.strategy.one_graph:
+        replication = dataclasses.replace(replication, variable_update=modes.DEFAULT_STRATEGY)
     replication = dataclasses.replace(replication, gradient_transfer_dtype='float32')
     return dataclasses.replace(measurement(cfg), replication=replication,
                                cluster=config_lib.ClusterConfig())
@@ -240,11 +244,11 @@ def diagnose_cluster(values, num_ps, num_workers, link_bandwidth, ps_link_bandwi
     rates = {name: t['link_bps'] for name, t in links['tasks'].items()}
     update = cfg.replication.variable_update
     expected = None
-    if update in link_bound.PS_UPDATES + ('collective_all_reduce',):
+    if link_bound.has_traffic_model(update):
         model_bytes = 4 * shaped_chief['num_params']
         ps_bytes = link_bound.ps_task_bytes(shaped_chief.get('variable_bytes_by_device', {}),
                                             num_ps)
-        if update != 'collective_all_reduce' and not sum(ps_bytes):
+        if not cfg.replication.strategy.worker_all_reduce and not sum(ps_bytes):
             ps_bytes = [model_bytes / num_ps] * num_ps  # masters not among the placement
         scale = 0.5 if cfg.replication.gradient_transfer_dtype != 'float32' else 1.0
         expected = link_bound.expected_traffic(update, num_workers, model_bytes,

@@ -7,6 +7,8 @@ both, because it only ever reads this object.
 import dataclasses
 from typing import Tuple
 
+from tfhp import modes
+
 
 @dataclasses.dataclass(frozen=True)
 class Topology:
@@ -29,7 +31,7 @@ class Topology:
     variable_devices: Tuple[str, ...]
     input_device: str = '/cpu:0'
     is_chief: bool = True
-    graph_mode: str = 'local'
+    graph_mode: str = modes.LOCAL
     job_name: str = ''
     task_index: int = 0
     num_workers: int = 1
@@ -41,10 +43,15 @@ class Topology:
         return len(self.tower_devices)
 
     @property
+    def mode(self):
+        """The `tfhp.modes.GraphMode` of graph_mode."""
+        return modes.graph_mode(self.graph_mode)
+
+    @property
     def in_graph_async(self):
         """Whether the towers of this graph are asynchronous replicas, each stepped by a thread
         of its own (`is_in_graph_async`)."""
-        return is_in_graph_async(self.graph_mode, self.synchronous)
+        return is_in_graph_async(self.mode, self.synchronous)
 
     @classmethod
     def local(cls, device='cpu', num_towers=1, local_parameter_device='cpu', synchronous=True):
@@ -86,7 +93,7 @@ class Topology:
         variables = tuple('/job:ps/task:%d/cpu:0' % i for i in range(len(cluster.get('ps', ()))))
         return cls(tower_devices=towers, variable_devices=variables or (worker + '/cpu:0',),
                    input_device=worker + '/cpu:0', is_chief=task_index == 0,
-                   graph_mode='between_graph', job_name='worker', task_index=task_index,
+                   graph_mode=modes.BETWEEN_GRAPH, job_name='worker', task_index=task_index,
                    num_workers=len(cluster['worker']), cluster=_freeze(cluster),
                    synchronous=synchronous)
 
@@ -110,15 +117,20 @@ class Topology:
         variables = tuple('/job:ps/task:%d/cpu:0' % i for i in range(len(cluster.get('ps', ()))))
         return cls(tower_devices=towers, variable_devices=variables or towers[:1],
                    input_device='/job:%s/task:%d/cpu:0' % (job_name, task_index),
-                   is_chief=True, graph_mode='in_graph', job_name=job_name,
+                   is_chief=True, graph_mode=modes.IN_GRAPH, job_name=job_name,
                    task_index=task_index, num_workers=num_workers, cluster=_freeze(cluster),
                    synchronous=synchronous)
 
 
-def is_in_graph_async(graph_mode, synchronous):
+def is_in_graph_async(mode, synchronous):
     """The one definition of in-graph asynchronous training: asynchronous towers of one graph
-    (one process, or one client driving a cluster), which the runner steps replica by replica."""
-    return graph_mode != 'between_graph' and not synchronous
+    (one process, or one client driving a cluster), which the runner steps replica by replica.
+
+    Args:
+      mode: a `tfhp.modes.GraphMode`.
+      synchronous: whether the replicas take synchronous steps.
+    """
+    return mode.one_graph and not synchronous
 
 
 def for_config(cfg):
@@ -127,10 +139,10 @@ def for_config(cfg):
     as --cross_replica_sync says (the one place that decides it)."""
     cluster, device = cfg.cluster, cfg.device
     sync = cluster.cross_replica_sync
-    if cluster.mode == 'local':
+    if not cluster.mode.cluster:
         return Topology.local(device.device, device.num_devices, device.local_parameter_device,
                               synchronous=sync)
-    if cluster.mode == 'in_graph':
+    if cluster.mode.one_graph:
         return Topology.in_graph(cluster.jobs(), cluster.job_name, cluster.task_index,
                                  device.device, device.num_devices, synchronous=sync)
     return Topology.between_graph(cluster.jobs(), cluster.task_index, device.device,

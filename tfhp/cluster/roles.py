@@ -30,6 +30,6 @@ def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
     task = (cluster.job_name, cluster.task_index)
     if task in task_lib.serving_tasks(cluster):
         return serve.serve(cfg, log, stop, fail)
-    if cluster.graph_mode == 'in_graph':
+    if cluster.mode.one_graph:
         return client.run(cfg, log, stop, fail)
     return worker.run(cfg, log, stop, fail)

@@ -26,7 +26,7 @@ def serve(cfg, log, stop, fail):
     """
     cluster = cfg.cluster
     task = task_lib.start(cfg, task_lib.server_proto(cfg), None, (), fail)
-    if cluster.graph_mode == 'in_graph':
+    if cluster.mode.one_graph:
         job, index = task_lib.client(cluster)
         senders = {task_lib.sender_id(cluster, job, index): servers.peers(cluster, [(job, index)])[0]}
     else:

@@ -47,7 +47,7 @@ def sender_id(cluster, job_name, task_index):
 def serving_tasks(cluster):
     """(job, index) of every task that only serves, for this job's graph mode."""
     tasks = [('ps', i) for i in range(len(cluster.ps_hosts))]
-    if cluster.graph_mode == 'in_graph':
+    if cluster.mode.one_graph:
         client_task = client(cluster)
         tasks += [('worker', w) for w in range(cluster.num_workers) if ('worker', w) != client_task]
     return tasks

@@ -1,6 +1,7 @@
 """BenchmarkConfig: every section of one run, and the checks that span sections."""
 import dataclasses
 
+from tfhp import modes
 from tfhp import topology as topology_lib
 from tfhp.config import cluster as cluster_lib
 from tfhp.config import data as data_lib
@@ -22,29 +23,34 @@ def _in_graph_async(cfg):
     return topology_lib.is_in_graph_async(cfg.cluster.mode, cfg.cluster.cross_replica_sync)
 
 
+def _names(predicate):
+    return ', '.join(modes.names(predicate))
+
+
 def _check_in_graph_replication(cfg):
     """Replication settings that depend on other sections (devices, run, cluster)."""
     replication = cfg.replication
+    strategy = replication.strategy
     spec = replication.all_reduce_spec
-    errors.require(not spec or 'nccl' not in allreduce_spec.algorithm_names(spec) or
-                   cfg.device.device == 'gpu',
-                   '--all_reduce_spec=%s uses nccl, which runs on GPUs only; with --device=cpu '
-                   'use xring, pscpu, psgpu or collective', spec)
+    gpu_only = allreduce_spec.gpu_only(spec) if spec else ()
+    errors.require(not gpu_only or cfg.device.device == 'gpu',
+                   '--all_reduce_spec=%s uses %s, which runs on GPUs only; with --device=cpu '
+                   'use one of %s', spec, ', '.join(gpu_only),
+                   ', '.join(allreduce_spec.cpu_algorithms()))
     errors.require(not (replication.staged_reads and not cfg.trains),
                    '%s stages training reads; it does not apply with --eval or --forward_only',
                    replication.staged_reads_flag)
-    in_graph = cfg.cluster.mode != 'between_graph'
-    errors.require(replication.gradient_transfer_dtype == 'float32' or not in_graph or
-                   replication.variable_update in replication_lib.ALL_REDUCE_UPDATES,
+    errors.require(replication.gradient_transfer_dtype == 'float32' or
+                   cfg.cluster.mode.graph_per_worker or strategy.tower_all_reduce,
                    '--gradient_transfer_dtype applies to the all-reduce of --variable_update in '
                    '%s, or to what between-graph workers send; got %r in one graph',
-                   replication_lib.ALL_REDUCE_UPDATES, replication.variable_update)
+                   _names(lambda s: s.tower_all_reduce), replication.variable_update)
     in_graph_async = _in_graph_async(cfg)
-    errors.require(not in_graph_async or (replication.variable_update == 'parameter_server' and
+    errors.require(not in_graph_async or (strategy.asynchronous and strategy.one_graph and
                                           not replication.staged_reads),
                    'in-graph asynchronous training (--cross_replica_sync=false in one process or '
-                   'with --graph_mode=in_graph) needs --variable_update=parameter_server without '
-                   '%s', replication.staged_reads_flag)
+                   'with --graph_mode=in_graph) needs --variable_update in %s without %s',
+                   _names(lambda s: s.asynchronous and s.one_graph), replication.staged_reads_flag)
     errors.require(not in_graph_async or not (cfg.profile.trace_file or
                                               cfg.profile.save_summaries_steps),
                    'in-graph asynchronous training runs one step per thread: --trace_file and '
@@ -54,15 +60,15 @@ def _check_in_graph_replication(cfg):
 def _check_cluster(cfg):
     """Cluster settings that depend on other sections (replication, run)."""
     cluster, update = cfg.cluster, cfg.replication.variable_update
-    distributed_updates = replication_lib.DISTRIBUTED_VARIABLE_UPDATES
-    errors.require(cluster.enabled or update not in distributed_updates,
+    strategy, mode = cfg.replication.strategy, cluster.mode
+    errors.require(strategy.runs_in(mode) or mode.cluster,
                    '--variable_update=%s needs a cluster (--job_name, --worker_hosts, ... or '
                    'TF_CONFIG)', update)
     errors.require(cluster.save_model_secs is None or cfg.run.train_dir,
                    '--save_model_secs needs --train_dir')
-    errors.require(not cluster.partition_min_bytes or update == 'parameter_server',
+    errors.require(not cluster.partition_min_bytes or strategy.partitions,
                    '--partition_min_bytes splits parameter-server variables; it needs '
-                   '--variable_update=parameter_server, got %r', update)
+                   '--variable_update in %s, got %r', _names(lambda s: s.partitions), update)
     if not cluster.enabled:
         return
     for flag, used in (('--eval', cfg.run.eval), ('--forward_only', cfg.run.forward_only),
@@ -70,49 +76,45 @@ def _check_cluster(cfg):
         errors.require(not used, '%s runs in one process; drop --job_name', flag)
     errors.require(not cfg.replication.staged_reads, '%s is for one-process runs',
                    cfg.replication.staged_reads_flag)
-    if cluster.graph_mode == 'in_graph':
-        errors.require(update not in distributed_updates,
+    if mode.one_graph:
+        errors.require(strategy.runs_in(mode),
                        '--variable_update=%s builds a graph per worker; use '
                        '--graph_mode=between_graph', update)
         errors.require(cluster.replicas_to_aggregate is None,
                        '--replicas_to_aggregate (spare replicas) needs --graph_mode=between_graph')
-        errors.require(cluster.cross_replica_sync or update == 'parameter_server',
+        errors.require(cluster.cross_replica_sync or strategy.asynchronous,
                        'in-graph asynchronous training (--cross_replica_sync=false) needs '
-                       '--variable_update=parameter_server')
+                       '--variable_update in %s', _names(lambda s: s.asynchronous and s.one_graph))
         return
-    errors.require(update in ('parameter_server',) + distributed_updates,
-                   '--variable_update=%s is in-graph; between-graph jobs take '
-                   'parameter_server, %s', update, ', '.join(distributed_updates))
+    errors.require(strategy.runs_in(mode),
+                   '--variable_update=%s is in-graph; between-graph jobs take %s', update,
+                   _names(lambda s: s.graph_per_worker))
     errors.require(cluster.job_name != 'ps' or cluster.ps_hosts, '--job_name=ps needs --ps_hosts')
-    if update == 'collective_all_reduce':
-        errors.require(cluster.cross_replica_sync,
-                       '--variable_update=collective_all_reduce is synchronous; drop '
-                       '--cross_replica_sync=false')
-        errors.require(cluster.replicas_to_aggregate in (None, cluster.num_workers),
-                       '--variable_update=collective_all_reduce has no spare replicas; drop '
-                       '--replicas_to_aggregate')
-    else:
-        errors.require(cluster.ps_hosts, '--variable_update=%s between workers needs --ps_hosts',
-                       update)
+    errors.require(cluster.cross_replica_sync or strategy.asynchronous,
+                   '--variable_update=%s is synchronous; drop --cross_replica_sync=false', update)
+    errors.require(cluster.replicas_to_aggregate in (None, cluster.num_workers) or strategy.spares,
+                   '--variable_update=%s has no spare replicas; drop --replicas_to_aggregate',
+                   update)
+    errors.require(not strategy.uses_ps or cluster.ps_hosts,
+                   '--variable_update=%s between workers needs --ps_hosts', update)
 
 
 def _check_staleness(cfg):
     """Staleness settings that depend on the cluster and replication sections."""
     remedies = cfg.staleness.remedies
+    between_graph = cfg.cluster.mode.graph_per_worker
     errors.require(not remedies or not cfg.cluster.cross_replica_sync,
                    '%s apply to asynchronous training: add --cross_replica_sync=false',
                    ', '.join(remedies))
-    errors.require(not remedies or cfg.replication.variable_update == 'parameter_server',
-                   '%s need --variable_update=parameter_server, got %r', ', '.join(remedies),
-                   cfg.replication.variable_update)
+    errors.require(not remedies or cfg.replication.strategy.staleness,
+                   '%s need --variable_update in %s, got %r', ', '.join(remedies),
+                   _names(lambda s: s.staleness), cfg.replication.variable_update)
     chief_steps = cfg.run.num_warmup_batches + cfg.run.num_batches
-    errors.require(not (cfg.cluster.enabled and cfg.cluster.graph_mode == 'between_graph' and
-                        cfg.staleness.async_warmup_steps > chief_steps),
+    errors.require(not (between_graph and cfg.staleness.async_warmup_steps > chief_steps),
                    '--async_warmup_steps=%d: the chief takes only %d steps '
                    '(--num_warmup_batches + --num_batches), so the other workers would never join',
                    cfg.staleness.async_warmup_steps, chief_steps)
-    errors.require(not (cfg.staleness.measure_staleness and cfg.cluster.enabled and
-                        cfg.cluster.graph_mode == 'between_graph'),
+    errors.require(not (cfg.staleness.measure_staleness and between_graph),
                    '--measure_staleness applies in-graph: between-graph synchronous steps drop '
                    'late gradients (counted in dropped_gradients), and asynchronous jobs always '
                    'measure it')
@@ -208,8 +210,7 @@ def all_reduce_replication(cfg):
       The ReplicationConfig to build the variable manager from.
     """
     replication = cfg.replication
-    if (cfg.precision.compact_transfer and
-            replication.variable_update in replication_lib.ALL_REDUCE_UPDATES and
+    if (cfg.precision.compact_transfer and replication.strategy.tower_all_reduce and
             replication.gradient_transfer_dtype == 'float32'):
         return dataclasses.replace(replication, gradient_transfer_dtype='float16')
     return replication

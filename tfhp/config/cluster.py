@@ -3,11 +3,12 @@ import dataclasses
 import re
 from typing import Optional, Tuple
 
+from tfhp import modes
 from tfhp.config import errors
 
 JOB_NAMES = ('ps', 'worker', 'controller')
 STRAGGLER_MODES = ('compute', 'before_step')
-GRAPH_MODES = ('between_graph', 'in_graph')
+GRAPH_MODES = modes.CLUSTER_GRAPH_MODES
 _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$')
 
 
@@ -51,7 +52,7 @@ class ClusterConfig:
     ps_hosts: Tuple[str, ...] = ()
     worker_hosts: Tuple[str, ...] = ()
     controller_host: str = ''
-    graph_mode: str = 'between_graph'
+    graph_mode: str = modes.BETWEEN_GRAPH
     cross_replica_sync: bool = True
     replicas_to_aggregate: Optional[int] = None
     total_num_replicas: Optional[int] = None
@@ -83,7 +84,7 @@ class ClusterConfig:
                        '--task_index=%d is outside job %r, which has %d task(s)', self.task_index,
                        self.job_name, num_tasks)
         errors.require_choice(self, 'graph_mode', GRAPH_MODES)
-        errors.require(self.graph_mode == 'in_graph' or not self.controller_host,
+        errors.require(self.mode.one_graph or not self.controller_host,
                        '--controller_host needs --graph_mode=in_graph')
         num_workers = len(self.worker_hosts)
         errors.require(self.total_num_replicas in (None, num_workers),
@@ -111,8 +112,8 @@ class ClusterConfig:
 
     @property
     def mode(self):
-        """How this task's graph is built: 'local' (no cluster), 'in_graph' or 'between_graph'."""
-        return self.graph_mode if self.enabled else 'local'
+        """How this task's graph is built: a `tfhp.modes.GraphMode` (local without a cluster)."""
+        return modes.graph_mode(self.graph_mode if self.enabled else modes.LOCAL)
 
     @property
     def enabled(self):

@@ -34,7 +34,7 @@ def writes_train_dir(cluster):
     """
     if not cluster.enabled:
         return True
-    if cluster.graph_mode == 'in_graph' and cluster.controller_host:
+    if cluster.mode.one_graph and cluster.controller_host:
         return cluster.job_name == 'controller'
     return cluster.job_name == 'worker' and cluster.task_index == 0
 

@@ -1,15 +1,15 @@
 """ReplicationConfig: variable placement and gradient aggregation across towers."""
 import dataclasses
 
+from tfhp import modes
 from tfhp.config import errors
 from tfhp.ops import allreduce_spec
 
-VARIABLE_UPDATES = ('parameter_server', 'replicated', 'independent')
+VARIABLE_UPDATES = modes.names()
 # Need a cluster (tfhp.cluster): variables copied per worker device, or no parameter server at all.
-DISTRIBUTED_VARIABLE_UPDATES = ('distributed_replicated', 'collective_all_reduce')
-VARIABLE_UPDATES += DISTRIBUTED_VARIABLE_UPDATES
+DISTRIBUTED_VARIABLE_UPDATES = modes.names(lambda s: s.needs_cluster)
 # Variable updates that all-reduce gradients (the ones --all_reduce_spec and packing apply to).
-ALL_REDUCE_UPDATES = ('replicated',)
+ALL_REDUCE_UPDATES = modes.names(lambda s: s.tower_all_reduce)
 TRANSFER_DTYPES = ('float32', 'float16', 'bfloat16')
 VARIABLE_CONSISTENCIES = ('strong', 'relaxed')
 
@@ -19,7 +19,7 @@ class ReplicationConfig:
     """How variables are placed and gradients aggregated across towers.
 
     Attributes:
-      variable_update: one of VARIABLE_UPDATES.
+      variable_update: one of VARIABLE_UPDATES (a row of `tfhp.modes.STRATEGIES`).
       all_reduce_spec: all-reduce algorithm(s) for the all-reduce updates, in tf_cnn_benchmarks'
         syntax (`tfhp.ops.allreduce_spec`); '' picks the default (copy to the local parameter
         device, or --hierarchical_copy).
@@ -38,7 +38,7 @@ class ReplicationConfig:
         behind). tfhp's relaxed mode is the staged reads of --staged_vars, so 'relaxed' needs
         parameter_server.
     """
-    variable_update: str = 'parameter_server'
+    variable_update: str = modes.DEFAULT_STRATEGY
     all_reduce_spec: str = ''
     hierarchical_copy: bool = False
     gradient_repacking: int = 0
@@ -51,15 +51,20 @@ class ReplicationConfig:
     def __post_init__(self):
         errors.require_choice(self, 'variable_update', VARIABLE_UPDATES)
         self._check_all_reduce()
-        errors.require(not self.staged_vars or self.variable_update == 'parameter_server',
-                       '--staged_vars works with --variable_update=parameter_server only, got %r',
+        staged = modes.names(lambda s: s.staged_reads)
+        errors.require(not self.staged_vars or self.strategy.staged_reads,
+                       '--staged_vars works with --variable_update in %s only, got %r', staged,
                        self.variable_update)
         errors.require_choice(self, 'variable_consistency', VARIABLE_CONSISTENCIES)
-        errors.require(self.variable_consistency == 'strong' or
-                       self.variable_update == 'parameter_server',
+        errors.require(self.variable_consistency == 'strong' or self.strategy.staged_reads,
                        '--variable_consistency=relaxed is tfhp\'s staged reads (--staged_vars), '
-                       'which need --variable_update=parameter_server, got %r',
+                       'which need --variable_update in %s, got %r', staged,
                        self.variable_update)
+
+    @property
+    def strategy(self):
+        """The `tfhp.modes.Strategy` of --variable_update: what it supports."""
+        return modes.strategy(self.variable_update)
 
     @property
     def staged_reads(self):
@@ -89,7 +94,7 @@ class ReplicationConfig:
             ('--hierarchical_copy', self.hierarchical_copy),
             ('--gradient_repacking', self.gradient_repacking),
             ('--agg_small_grads_max_bytes', self.agg_small_grads_max_bytes)) if value]
-        errors.require(not used or self.variable_update in ALL_REDUCE_UPDATES,
+        errors.require(not used or self.strategy.tower_all_reduce,
                        '%s applies to --variable_update in %s only, got %r', ', '.join(used),
                        ALL_REDUCE_UPDATES, self.variable_update)
         errors.require(not (self.all_reduce_spec and self.hierarchical_copy),

@@ -17,18 +17,19 @@ from tfhp.ops import nccl
 from tfhp.ops import ring
 
 
+# How each algorithm of `allreduce_spec.ALGORITHMS` is built: (alg, tower_devices, cpu_device)
+# -> AllReduce. A new algorithm is its class, a row there and an entry here (docs/extending.md).
+BUILDERS = {
+    'pscpu': lambda alg, towers, cpu: allreduce.CopyToDevice([cpu], shards=alg.shards),
+    'psgpu': lambda alg, towers, cpu: allreduce.CopyToDevice(towers, shards=alg.shards),
+    'xring': lambda alg, towers, cpu: ring.Ring(num_rings=alg.shards),
+    'nccl': lambda alg, towers, cpu: nccl.NcclAllSum(),
+    'collective': lambda alg, towers, cpu: collective.CollectiveAllReduce(),
+}
+
+
 def _algorithm(alg, tower_devices, cpu_device):
-    if alg.name == 'pscpu':
-        return allreduce.CopyToDevice([cpu_device], shards=alg.shards)
-    if alg.name == 'psgpu':
-        return allreduce.CopyToDevice(tower_devices, shards=alg.shards)
-    if alg.name == 'xring':
-        return ring.Ring(num_rings=alg.shards)
-    if alg.name == 'nccl':
-        return nccl.NcclAllSum()
-    if alg.name == 'collective':
-        return collective.CollectiveAllReduce()
-    raise ValueError('unknown all-reduce algorithm %r' % (alg.name,))
+    return BUILDERS[alg.name](alg, tower_devices, cpu_device)
 
 
 def from_spec(spec, tower_devices, cpu_device):

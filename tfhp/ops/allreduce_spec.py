@@ -8,7 +8,7 @@ Grammar:
     spec       ::= range_spec | range_spec ':' limit ':' spec
     range_spec ::= alg_spec | alg_spec '/' alg_spec
     alg_spec   ::= alg | alg '#' shards
-    alg        ::= 'pscpu' | 'psgpu' | 'xring' | 'nccl' | 'collective'
+    alg        ::= a name of ALGORITHMS ('pscpu', 'psgpu', 'xring', 'nccl', 'collective', ...)
     limit      ::= digits [kKmMgGtT]        (a count of tensor *elements*; k = 1024)
 
 `pscpu:32k:xring` reduces tensors of at most 32768 elements with `pscpu` and larger ones with
@@ -20,9 +20,21 @@ each carrying 1/k of the tensor (`xring`).
 import collections
 import re
 
-ALGORITHMS = ('pscpu', 'psgpu', 'xring', 'nccl', 'collective')
-# Algorithms that take a '#shards' suffix.
-SHARDED = ('pscpu', 'psgpu', 'xring')
+Algorithm = collections.namedtuple('Algorithm', [
+    'name',      # the spec's name for it
+    'sharded',   # takes a '#shards' suffix
+    'gpu_only',  # runs on GPUs only (refused with --device=cpu before a graph is built)
+    'doc',       # one line: what it does (`tfhp.ops.allreduce_builder` builds it)
+])
+# The one list of algorithm names: `allreduce_builder.BUILDERS` builds each of them (a test
+# checks that both name the same set).
+ALGORITHMS = collections.OrderedDict((a.name, a) for a in (
+    Algorithm('pscpu', True, False, 'add on the host CPU, each tensor cut into k pieces'),
+    Algorithm('psgpu', True, False, 'add on the tower devices, k pieces on k devices'),
+    Algorithm('xring', True, False, 'k rings, each over 1/k of the tensor'),
+    Algorithm('nccl', False, True, 'NCCL all-sum'),
+    Algorithm('collective', False, False, "TensorFlow's collective all-reduce"),
+))
 _MULTIPLIERS = {'': 1, 'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}
 
 AlgSpec = collections.namedtuple('AlgSpec', ['name', 'shards'])
@@ -39,9 +51,10 @@ def _parse_alg(text, spec):
         raise ValueError('all_reduce_spec %r: unknown algorithm %r; known: %s'
                          % (spec, text, ', '.join(ALGORITHMS)))
     name, shards = match.group(1), int(match.group(2) or 1)
-    if shards < 1 or (shards > 1 and name not in SHARDED):
+    if shards < 1 or (shards > 1 and not ALGORITHMS[name].sharded):
+        sharded = [a.name for a in ALGORITHMS.values() if a.sharded]
         raise ValueError('all_reduce_spec %r: %r cannot take %d shards (only %s shard)'
-                         % (spec, text, shards, ', '.join(SHARDED)))
+                         % (spec, text, shards, ', '.join(sharded)))
     return AlgSpec(name, shards)
 
 
@@ -95,3 +108,13 @@ def algorithm_names(spec):
         if rng.outer is not None:
             names.add(rng.outer.name)
     return names
+
+
+def gpu_only(spec):
+    """The GPU-only algorithms a (valid) spec uses, sorted (empty: it runs on CPUs)."""
+    return sorted(name for name in algorithm_names(spec) if ALGORITHMS[name].gpu_only)
+
+
+def cpu_algorithms():
+    """Names of the algorithms that run on CPU devices."""
+    return [a.name for a in ALGORITHMS.values() if not a.gpu_only]

@@ -25,11 +25,12 @@ W * S / (K * B). Pure arithmetic: no TensorFlow.
 import dataclasses
 from typing import Dict, Optional
 
+from tfhp import modes
+
 # An exposure below this is noise on a shared machine, not a bottleneck (as tfhp.diagnose's).
 SIGNIFICANT = 0.10
 # The links' bound explains the link time when it is at least this share of it.
 EXPLAINS = 0.7
-PS_UPDATES = ('parameter_server', 'distributed_replicated')
 
 
 def transfer_ms(num_bytes, rate_bps):
@@ -49,13 +50,19 @@ def ps_task_bytes(variable_bytes_by_device, num_ps):
     return per_task
 
 
+def has_traffic_model(variable_update):
+    """Whether `expected_traffic` models a job of this strategy: a between-graph one, whose
+    bytes go to the ps tasks or around the workers' ring."""
+    strategy = modes.strategy(variable_update)
+    return strategy.graph_per_worker and (strategy.uses_ps or strategy.worker_all_reduce)
+
+
 def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
                      gradient_scale=1.0):
     """Payload bytes per synchronous step each NIC sends and receives (module doc).
 
     Args:
-      variable_update: 'parameter_server', 'distributed_replicated' or
-        'collective_all_reduce'.
+      variable_update: a strategy of a between-graph job (`has_traffic_model`).
       num_workers: W.
       model_bytes: S, the variables' float32 bytes.
       ps_bytes: [S_k] per ps task (parameter-server modes); None: S split evenly over one.
@@ -66,11 +73,12 @@ def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
     Raises:
       ValueError: an unknown variable_update.
     """
-    if variable_update == 'collective_all_reduce':
+    strategy = modes.strategy(variable_update)
+    if not has_traffic_model(variable_update):
+        raise ValueError('no traffic model for --variable_update=%s' % variable_update)
+    if strategy.worker_all_reduce:
         each = 2.0 * (num_workers - 1) / num_workers * gradient_scale * model_bytes
         return {'worker %d' % w: (each, each) for w in range(num_workers)}
-    if variable_update not in PS_UPDATES:
-        raise ValueError('no traffic model for --variable_update=%s' % variable_update)
     ps_bytes = [model_bytes] if ps_bytes is None else ps_bytes
     traffic = {'ps %d' % k: (num_workers * s, num_workers * gradient_scale * s)
                for k, s in enumerate(ps_bytes)}

@@ -1,5 +1,6 @@
-"""Variable managers. `make_variable_manager` and `worker_protocol` are the only places
-strategy names are read."""
+"""Variable managers. `make_variable_manager` builds the one a strategy names, from the builders
+registered here (`ONE_GRAPH`, `GRAPH_PER_WORKER`); what each strategy supports is its row of
+`tfhp.modes.STRATEGIES`, and no code here compares strategy names."""
 import collections
 import functools
 
@@ -28,7 +29,7 @@ WorkerProtocol = collections.namedtuple('WorkerProtocol', [
 def worker_protocol(replication_config, topology):
     """How the workers of a between-graph job meet, for the code that runs them (which names no
     strategy): a `WorkerProtocol`."""
-    all_reduce = replication_config.variable_update == 'collective_all_reduce'
+    all_reduce = replication_config.strategy.worker_all_reduce
     return WorkerProtocol(all_reduce=all_reduce,
                           group_leader=collective_workers.GROUP_LEADER if all_reduce else '',
                           common_end=topology.synchronous)
@@ -54,10 +55,9 @@ def make_variable_manager(replication_config, topology, cluster_config=None,
     """
     remedies = _remedies(topology, cluster_config, staleness_config)
     manager = _make_manager(replication_config, topology, cluster_config, remedies)
-    asynchronous = (not topology.synchronous and
-                    replication_config.variable_update == 'parameter_server')
+    asynchronous = not topology.synchronous and replication_config.strategy.staleness
     measure = (staleness_config is not None and staleness_config.measure_staleness and
-               topology.graph_mode != 'between_graph')
+               topology.mode.one_graph)
     if isinstance(manager, staleness.Staleness) or not (asynchronous or measure):
         return manager
     return staleness.Staleness(manager, topology.input_device, **remedies)
@@ -70,62 +70,97 @@ def _remedies(topology, cluster_config, staleness_config):
         remedies.update(max_staleness=staleness_config.max_gradient_staleness,
                         scale_by_staleness=staleness_config.scale_stale_gradients)
         # In-graph, the runner starts the other replicas late; between graphs, they wait.
-        if topology.graph_mode == 'between_graph' and not topology.is_chief:
+        if topology.mode.graph_per_worker and not topology.is_chief:
             remedies['join_after_step'] = staleness_config.async_warmup_steps
     return remedies
 
 
 def _make_manager(replication_config, topology, cluster_config, remedies):
     """The manager of replication_config's strategy (see make_variable_manager)."""
-    strategy = replication_config.variable_update
-    if topology.graph_mode == 'between_graph':
-        transfer_dtype = (None if replication_config.gradient_transfer_dtype == 'float32' else
-                          replication_config.gradient_transfer_dtype)
-        return _between_graph_manager(strategy, topology, cluster_config, transfer_dtype,
-                                      remedies)
-    if strategy == 'parameter_server':
-        return parameter_server.ParameterServer(topology.tower_devices,
-                                                topology.variable_devices,
-                                                staged_vars=replication_config.staged_reads)
-    if strategy == 'replicated':
-        return replicated.Replicated(topology.tower_devices,
-                                     make_all_reduce(replication_config, topology),
-                                     packer=_packer(replication_config))
-    if strategy == 'independent':
-        return independent.Independent(topology.tower_devices)
-    raise ValueError('unknown variable_update %r' % (strategy,))
+    name = replication_config.variable_update
+    if not topology.mode.graph_per_worker:
+        return _build(ONE_GRAPH, name, 'in one graph', replication_config, topology)
+    transfer_dtype = (None if replication_config.gradient_transfer_dtype == 'float32' else
+                      replication_config.gradient_transfer_dtype)
+    return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
+                  transfer_dtype, remedies)
 
 
-def _between_graph_manager(strategy, topology, cluster, transfer_dtype, remedies):
-    """The manager of one worker's graph in a between-graph job (gradients sent in
-    transfer_dtype, None: their own; asynchronous updates' staleness remedies)."""
+def _build(builders, name, where, *args):
+    if name not in builders:
+        raise ValueError('variable_update %r does not run %s' % (name, where))
+    return builders[name](*args)
+
+
+def _parameter_server(cfg, topology):
+    return parameter_server.ParameterServer(topology.tower_devices, topology.variable_devices,
+                                            staged_vars=cfg.staged_reads)
+
+
+def _replicated(cfg, topology):
+    return replicated.Replicated(topology.tower_devices, make_all_reduce(cfg, topology),
+                                 packer=_packer(cfg))
+
+
+def _independent(cfg, topology):
+    del cfg  # Each tower keeps its own variables: nothing to configure.
+    return independent.Independent(topology.tower_devices)
+
+
+def _sync(topology, cluster, transfer_dtype):
+    """SyncReplicas(placement) for synchronous steps between workers, or None (asynchronous)."""
+    if not topology.synchronous:
+        return None
+    return functools.partial(
+        sync_replicas.SyncReplicas, worker_device=topology.input_device,
+        replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
+        num_replicas=topology.num_workers, is_chief=topology.is_chief,
+        transfer_dtype=transfer_dtype)
+
+
+def _between_graph_ps(topology, cluster, transfer_dtype, remedies):
     worker = topology.input_device
-    if strategy == 'collective_all_reduce':
-        return collective_workers.CollectiveWorkers(
-            topology.tower_devices, topology.num_workers, topology.is_chief,
-            timeout_s=cluster.step_timeout_s, transfer_dtype=transfer_dtype)
-    sync = None
-    if topology.synchronous:
-        sync = functools.partial(
-            sync_replicas.SyncReplicas, worker_device=worker,
-            replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
-            num_replicas=topology.num_workers, is_chief=topology.is_chief,
-            transfer_dtype=transfer_dtype)
-    if strategy == 'distributed_replicated':
-        return distributed_replicated.DistributedReplicated(
-            topology.tower_devices, topology.variable_devices, worker,
-            sync=sync(None) if sync else None, transfer_dtype=transfer_dtype)
-    if strategy == 'parameter_server':
-        placement = parameter_server.ParameterServer(topology.tower_devices,
-                                                     topology.variable_devices,
-                                                     caching_device=worker)
-        if cluster.partition_min_bytes and len(topology.variable_devices) > 1:
-            placement = partitioning.Partitioned(placement, len(topology.variable_devices),
-                                                 cluster.partition_min_bytes)
-        if sync:
-            return sync(placement)
-        return async_replicas.AsyncReplicas(placement, worker, transfer_dtype, **remedies)
-    raise ValueError('variable_update %r does not run between graphs' % (strategy,))
+    placement = parameter_server.ParameterServer(topology.tower_devices,
+                                                 topology.variable_devices,
+                                                 caching_device=worker)
+    if cluster.partition_min_bytes and len(topology.variable_devices) > 1:
+        placement = partitioning.Partitioned(placement, len(topology.variable_devices),
+                                             cluster.partition_min_bytes)
+    sync = _sync(topology, cluster, transfer_dtype)
+    if sync:
+        return sync(placement)
+    return async_replicas.AsyncReplicas(placement, worker, transfer_dtype, **remedies)
+
+
+def _distributed_replicated(topology, cluster, transfer_dtype, remedies):
+    del remedies  # Asynchronous copies measure no staleness (modes: staleness is False).
+    sync = _sync(topology, cluster, transfer_dtype)
+    return distributed_replicated.DistributedReplicated(
+        topology.tower_devices, topology.variable_devices, topology.input_device,
+        sync=sync(None) if sync else None, transfer_dtype=transfer_dtype)
+
+
+def _collective_all_reduce(topology, cluster, transfer_dtype, remedies):
+    del remedies  # Synchronous only.
+    return collective_workers.CollectiveWorkers(
+        topology.tower_devices, topology.num_workers, topology.is_chief,
+        timeout_s=cluster.step_timeout_s, transfer_dtype=transfer_dtype)
+
+
+# Builders of each strategy's manager, by the graph layout they run in; the keys are the
+# strategies of `tfhp.modes.STRATEGIES` whose one_graph / graph_per_worker is true (a test
+# checks both agree). One graph: builder(replication_config, topology). A graph per worker:
+# builder(topology, cluster_config, transfer_dtype or None, staleness remedies).
+ONE_GRAPH = {
+    'parameter_server': _parameter_server,
+    'replicated': _replicated,
+    'independent': _independent,
+}
+GRAPH_PER_WORKER = {
+    'parameter_server': _between_graph_ps,
+    'distributed_replicated': _distributed_replicated,
+    'collective_all_reduce': _collective_all_reduce,
+}
 
 
 def make_all_reduce(replication_config, topology):
