@@ -18,7 +18,9 @@ ALLOWED = {
     'tfhp/pipelines/': ('tfhp.ops', 'tfhp.pipelines'),
     # counts: the pure arithmetic of the counters managers keep (the launcher shares it).
     'tfhp/replication/': ('tfhp.ops', 'tfhp.replication', 'tfhp.topology', 'tfhp.counts',
-                          'tfhp.modes'),
+                          'tfhp.modes', 'tfhp.compression'),
+    # Compression schemes are primitives: TensorFlow and each other only.
+    'tfhp/compression/': ('tfhp.compression',),
     'tfhp/models/': ('tfhp.models',),
     # Data-set writers share the record format with the pipelines (its one definition).
     'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat',

@@ -15,6 +15,7 @@ startup.prepare_process()  # before TensorFlow is imported
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
+from tfhp import compression
 from tfhp import config as config_lib
 from tfhp.cluster import errors as cluster_errors
 
@@ -101,7 +102,11 @@ flags.DEFINE_integer('agg_small_grads_max_bytes', 0, 'If > 0, pack runs of gradi
 flags.DEFINE_integer('agg_small_grads_max_group', 10, 'Most gradients in one small-gradient '
                      'pack.')
 flags.DEFINE_enum('gradient_transfer_dtype', 'float32', config_lib.TRANSFER_DTYPES,
-                  'Cast gradients to this dtype for the all-reduce.')
+                  'Cast gradients to this dtype for the all-reduce, or for sending them '
+                  'between tasks (the 16-bit schemes of --gradient_compression).')
+flags.DEFINE_enum('gradient_compression', compression.NONE, compression.names(),
+                  'Compress gradients with this scheme (tfhp.compression) for the all-reduce, '
+                  'or for sending them between tasks.')
 flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables through staging '
                      'areas (weights one step old).')
 flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,

@@ -37,6 +37,7 @@ from absl import flags
 from tfhp import benchmark
 from tfhp import cli
 from tfhp import compat
+from tfhp import compression
 from tfhp import config as config_lib
 from tfhp.config import paths
 from tfhp import launch
@@ -177,7 +178,8 @@ def one_process_config(cfg):
     replication = cfg.replication
     if not replication.strategy.one_graph:
         replication = dataclasses.replace(replication, variable_update=modes.DEFAULT_STRATEGY)
-    replication = dataclasses.replace(replication, gradient_transfer_dtype='float32')
+    replication = dataclasses.replace(replication, gradient_transfer_dtype='float32',
+                                      gradient_compression=compression.NONE)
     return dataclasses.replace(measurement(cfg), replication=replication,
                                cluster=config_lib.ClusterConfig())
 
@@ -250,7 +252,8 @@ def diagnose_cluster(values, num_ps, num_workers, link_bandwidth, ps_link_bandwi
                                             num_ps)
         if not cfg.replication.strategy.worker_all_reduce and not sum(ps_bytes):
             ps_bytes = [model_bytes / num_ps] * num_ps  # masters not among the placement
-        scale = 0.5 if cfg.replication.gradient_transfer_dtype != 'float32' else 1.0
+        compressor = compression.get(cfg.replication.compression)
+        scale = compressor.wire_ratio if compressor else 1.0
         expected = link_bound.expected_traffic(update, num_workers, model_bytes,
                                                ps_bytes if num_ps else None, scale)
     diagnosis = link_bound.diagnose_cluster(

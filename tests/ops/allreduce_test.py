@@ -5,6 +5,7 @@ import tensorflow.compat.v1 as tf
 
 from tfhp import devices as devices_lib
 from tfhp import session as session_lib
+from tfhp.compression import cast
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
 from tfhp.ops import collective
@@ -68,7 +69,7 @@ def test_every_algorithm_sums_exactly_on_every_device(num_devices):
 
 
 @pytest.mark.parametrize('dtype, rtol', [(tf.float16, 2e-3), (tf.bfloat16, 1e-2)])
-def test_cast_transfer_reduces_in_the_narrow_dtype_and_returns_float32(dtype, rtol):
+def test_compressed_by_a_cast_reduces_in_the_narrow_dtype_and_returns_float32(dtype, rtol):
     devs = ['/cpu:0', '/cpu:1', '/cpu:2']
     values = _inputs(3, (5, 7), seed=3)
     with tf.Graph().as_default():
@@ -76,7 +77,7 @@ def test_cast_transfer_reduces_in_the_narrow_dtype_and_returns_float32(dtype, rt
         for value, device in zip(values, devs):
             with tf.device(device):
                 tensors.append(tf.constant(value))
-        outputs = allreduce.CastTransfer(ring.Ring(), dtype)(tensors, devs)
+        outputs = allreduce.Compressed(ring.Ring(), cast.Cast(dtype.name))(tensors, devs)
         narrow = [op for op in tf.get_default_graph().get_operations()
                   if op.type == 'AddV2' and op.outputs[0].dtype == dtype]
         with tf.Session(config=session_lib.config_proto(num_cpu_devices=3)) as sess:

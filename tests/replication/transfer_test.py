@@ -1,8 +1,9 @@
-"""Gradients sent narrow between tasks: what crosses is 16-bit, what is applied is float32."""
+"""Gradients sent compressed between tasks: what crosses is 16-bit, what is applied is float32."""
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tfhp import compression
 from tfhp import session as session_lib
 from tfhp.replication import async_replicas
 from tfhp.replication import parameter_server
@@ -11,12 +12,12 @@ from tfhp.replication import transfer
 WORKER, PS = '/cpu:0', '/cpu:1'  # as a worker's CPU and a ps task's
 
 
-def _one_step(transfer_dtype):
+def _one_step(scheme):
     """The variable after one SGD step of an async worker whose gradient is 1/3 everywhere."""
     with tf.Graph().as_default() as graph:
         global_step = tf.train.get_or_create_global_step()
         manager = async_replicas.AsyncReplicas(
-            parameter_server.ParameterServer((WORKER,), (PS,)), WORKER, transfer_dtype)
+            parameter_server.ParameterServer((WORKER,), (PS,)), WORKER, compression.get(scheme))
         with manager.tower_scope(0):
             w = tf.get_variable('w', [4], initializer=tf.ones_initializer())
             loss = tf.reduce_sum(w) / 3.0
@@ -35,7 +36,7 @@ def _one_step(transfer_dtype):
 
 @pytest.mark.parametrize('dtype, tolerance', [('bfloat16', 2e-3), ('float16', 2e-4)])
 def test_a_narrow_gradient_is_widened_on_the_ps_and_applied_in_float32(dtype, tolerance):
-    exact, none_cast = _one_step(None)
+    exact, none_cast = _one_step(compression.NONE)
     narrow, [cast] = _one_step(dtype)
     # No cast without a transfer dtype; with one, the ps casts the 16-bit gradient back.
     assert none_cast == []
@@ -50,11 +51,13 @@ def test_a_narrow_gradient_is_widened_on_the_ps_and_applied_in_float32(dtype, to
 def test_sparse_gradients_and_non_floats_are_handled():
     with tf.Graph().as_default():
         slices = tf.IndexedSlices(tf.ones([2, 3]), tf.constant([0, 2]), tf.constant([4, 3]))
-        narrow = transfer.narrow(slices, 'float16')
+        float16 = compression.get('float16')
+        narrow = transfer.narrow(slices, float16)
         assert isinstance(narrow, tf.IndexedSlices) and narrow.values.dtype == tf.float16
         var = tf.Variable(tf.zeros([4, 3]))
-        assert transfer.widen(narrow, var).values.dtype == tf.float32
+        assert transfer.widen(narrow, var, float16).values.dtype == tf.float32
         counts = tf.constant([1, 2])
-        assert transfer.narrow(counts, 'float16') is counts
-        assert transfer.narrow(None, 'float16') is None
-        assert transfer.widen(slices, var) is slices
+        assert transfer.narrow(counts, float16) is counts
+        assert transfer.narrow(None, float16) is None
+        assert transfer.narrow(slices, None) is slices
+        assert transfer.widen(slices, var, None) is slices

@@ -1,6 +1,7 @@
 """BenchmarkConfig: every section of one run, and the checks that span sections."""
 import dataclasses
 
+from tfhp import compression
 from tfhp import modes
 from tfhp import topology as topology_lib
 from tfhp.config import cluster as cluster_lib
@@ -23,8 +24,10 @@ def _in_graph_async(cfg):
     return topology_lib.is_in_graph_async(cfg.cluster.mode, cfg.cluster.cross_replica_sync)
 
 
-def _names(predicate):
-    return ', '.join(modes.names(predicate))
+def _update_flag(predicate):
+    """'--variable_update=x', or '--variable_update in x, y': the strategies predicate admits."""
+    names = modes.names(predicate)
+    return ('--variable_update=' if len(names) == 1 else '--variable_update in ') + ', '.join(names)
 
 
 def _check_in_graph_replication(cfg):
@@ -40,17 +43,18 @@ def _check_in_graph_replication(cfg):
     errors.require(not (replication.staged_reads and not cfg.trains),
                    '%s stages training reads; it does not apply with --eval or --forward_only',
                    replication.staged_reads_flag)
-    errors.require(replication.gradient_transfer_dtype == 'float32' or
+    errors.require(replication.compression == compression.NONE or
                    cfg.cluster.mode.graph_per_worker or strategy.tower_all_reduce,
-                   '--gradient_transfer_dtype applies to the all-reduce of --variable_update in '
-                   '%s, or to what between-graph workers send; got %r in one graph',
-                   _names(lambda s: s.tower_all_reduce), replication.variable_update)
+                   '%s applies to the all-reduce of %s, or to what '
+                   'between-graph workers send; got %r in one graph', replication.compression_flag,
+                   _update_flag(lambda s: s.tower_all_reduce), replication.variable_update)
     in_graph_async = _in_graph_async(cfg)
     errors.require(not in_graph_async or (strategy.asynchronous and strategy.one_graph and
                                           not replication.staged_reads),
                    'in-graph asynchronous training (--cross_replica_sync=false in one process or '
-                   'with --graph_mode=in_graph) needs --variable_update in %s without %s',
-                   _names(lambda s: s.asynchronous and s.one_graph), replication.staged_reads_flag)
+                   'with --graph_mode=in_graph) needs %s without %s',
+                   _update_flag(lambda s: s.asynchronous and s.one_graph),
+                   replication.staged_reads_flag)
     errors.require(not in_graph_async or not (cfg.profile.trace_file or
                                               cfg.profile.save_summaries_steps),
                    'in-graph asynchronous training runs one step per thread: --trace_file and '
@@ -68,7 +72,7 @@ def _check_cluster(cfg):
                    '--save_model_secs needs --train_dir')
     errors.require(not cluster.partition_min_bytes or strategy.partitions,
                    '--partition_min_bytes splits parameter-server variables; it needs '
-                   '--variable_update in %s, got %r', _names(lambda s: s.partitions), update)
+                   '%s, got %r', _update_flag(lambda s: s.partitions), update)
     if not cluster.enabled:
         return
     for flag, used in (('--eval', cfg.run.eval), ('--forward_only', cfg.run.forward_only),
@@ -84,11 +88,11 @@ def _check_cluster(cfg):
                        '--replicas_to_aggregate (spare replicas) needs --graph_mode=between_graph')
         errors.require(cluster.cross_replica_sync or strategy.asynchronous,
                        'in-graph asynchronous training (--cross_replica_sync=false) needs '
-                       '--variable_update in %s', _names(lambda s: s.asynchronous and s.one_graph))
+                       '%s', _update_flag(lambda s: s.asynchronous and s.one_graph))
         return
     errors.require(strategy.runs_in(mode),
                    '--variable_update=%s is in-graph; between-graph jobs take %s', update,
-                   _names(lambda s: s.graph_per_worker))
+                   ', '.join(modes.names(lambda s: s.graph_per_worker)))
     errors.require(cluster.job_name != 'ps' or cluster.ps_hosts, '--job_name=ps needs --ps_hosts')
     errors.require(cluster.cross_replica_sync or strategy.asynchronous,
                    '--variable_update=%s is synchronous; drop --cross_replica_sync=false', update)
@@ -107,8 +111,8 @@ def _check_staleness(cfg):
                    '%s apply to asynchronous training: add --cross_replica_sync=false',
                    ', '.join(remedies))
     errors.require(not remedies or cfg.replication.strategy.staleness,
-                   '%s need --variable_update in %s, got %r', ', '.join(remedies),
-                   _names(lambda s: s.staleness), cfg.replication.variable_update)
+                   '%s need %s, got %r', ', '.join(remedies),
+                   _update_flag(lambda s: s.staleness), cfg.replication.variable_update)
     chief_steps = cfg.run.num_warmup_batches + cfg.run.num_batches
     errors.require(not (between_graph and cfg.staleness.async_warmup_steps > chief_steps),
                    '--async_warmup_steps=%d: the chief takes only %d steps '
@@ -211,6 +215,6 @@ def all_reduce_replication(cfg):
     """
     replication = cfg.replication
     if (cfg.precision.compact_transfer and replication.strategy.tower_all_reduce and
-            replication.gradient_transfer_dtype == 'float32'):
+            replication.compression == compression.NONE):
         return dataclasses.replace(replication, gradient_transfer_dtype='float16')
     return replication

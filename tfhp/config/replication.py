@@ -1,6 +1,7 @@
 """ReplicationConfig: variable placement and gradient aggregation across towers."""
 import dataclasses
 
+from tfhp import compression
 from tfhp import modes
 from tfhp.config import errors
 from tfhp.ops import allreduce_spec
@@ -30,7 +31,10 @@ class ReplicationConfig:
         bytes (at most agg_small_grads_max_group per pack) before the all-reduce.
       agg_small_grads_max_group: see agg_small_grads_max_bytes.
       gradient_transfer_dtype: cast float32 gradients to this dtype for the all-reduce, or, in
-        a between-graph job, for sending them to the ps (or the other workers).
+        a between-graph job, for sending them to the ps (or the other workers); the older
+        spelling of gradient_compression's 16-bit schemes.
+      gradient_compression: the `tfhp.compression` scheme gradients are compressed with for
+        the all-reduce or for sending them between tasks ('none': as they are).
       staged_vars: parameter_server reads variables through staging areas (one-step-stale
         weights; see tfhp.replication.staged_vars).
       variable_consistency: 'strong' (every step reads the weights of every update before
@@ -45,21 +49,37 @@ class ReplicationConfig:
     agg_small_grads_max_bytes: int = 0
     agg_small_grads_max_group: int = 10
     gradient_transfer_dtype: str = 'float32'
+    gradient_compression: str = compression.NONE
     staged_vars: bool = False
     variable_consistency: str = 'strong'
 
     def __post_init__(self):
         errors.require_choice(self, 'variable_update', VARIABLE_UPDATES)
         self._check_all_reduce()
-        staged = modes.names(lambda s: s.staged_reads)
+        staged = ', '.join(modes.names(lambda s: s.staged_reads))
         errors.require(not self.staged_vars or self.strategy.staged_reads,
-                       '--staged_vars works with --variable_update in %s only, got %r', staged,
+                       '--staged_vars works with --variable_update=%s only, got %r', staged,
                        self.variable_update)
         errors.require_choice(self, 'variable_consistency', VARIABLE_CONSISTENCIES)
         errors.require(self.variable_consistency == 'strong' or self.strategy.staged_reads,
                        '--variable_consistency=relaxed is tfhp\'s staged reads (--staged_vars), '
-                       'which need --variable_update in %s, got %r', staged,
+                       'which need --variable_update=%s, got %r', staged,
                        self.variable_update)
+
+    @property
+    def compression(self):
+        """The compression scheme's name: --gradient_compression, or the 16-bit cast that
+        --gradient_transfer_dtype names ('none' when gradients travel as they are)."""
+        if self.gradient_transfer_dtype != 'float32':
+            return self.gradient_transfer_dtype
+        return self.gradient_compression
+
+    @property
+    def compression_flag(self):
+        """The flag that chose the compression, for messages."""
+        if self.gradient_transfer_dtype != 'float32':
+            return '--gradient_transfer_dtype'
+        return '--gradient_compression'
 
     @property
     def strategy(self):
@@ -89,6 +109,12 @@ class ReplicationConfig:
                        '--gradient_repacking and --agg_small_grads_max_bytes both pack gradients; '
                        'use one')
         errors.require_choice(self, 'gradient_transfer_dtype', TRANSFER_DTYPES)
+        errors.require_choice(self, 'gradient_compression', compression.names())
+        errors.require(self.gradient_transfer_dtype == 'float32' or
+                       self.gradient_compression == compression.NONE,
+                       '--gradient_transfer_dtype and --gradient_compression both compress '
+                       'gradients; use one (--gradient_compression=%s)',
+                       self.gradient_transfer_dtype)
         used = [flag for flag, value in (
             ('--all_reduce_spec', self.all_reduce_spec),
             ('--hierarchical_copy', self.hierarchical_copy),

@@ -16,7 +16,8 @@ This module owns the interface and the algorithms built from plain adds and copi
   leaders, then a copy back within each group (the two-level `a/b` specs and
   tf_cnn_benchmarks' `--hierarchical_copy`).
 - `BySize`: picks an algorithm by the tensor's element count (the `alg:limit:alg` ranges).
-- `CastTransfer`: casts to a narrower float before communication and back after.
+- `Compressed`: compresses before communication (a summable `tfhp.compression` scheme, e.g.
+  a 16-bit cast) and decompresses after.
 
 The ring (`tfhp.ops.ring`), NCCL (`tfhp.ops.nccl`) and TensorFlow collective
 (`tfhp.ops.collective`) algorithms implement the same interface.
@@ -199,31 +200,37 @@ class BySize(AllReduce):
         raise AssertionError('unreachable: the last range is unlimited')
 
 
-class CastTransfer(AllReduce):
-    """Casts floating tensors to `dtype` for the reduction and back afterwards.
+class Compressed(AllReduce):
+    """Compresses floating tensors for the reduction and decompresses the sums afterwards.
 
-    Halves the bytes moved with float16/bfloat16 at the cost of precision: the sum itself is
-    computed in `dtype` (float16 keeps ~3 significant digits, bfloat16 ~2).
+    The inner algorithm adds payloads, so the scheme must be summable: a float16/bfloat16 cast
+    halves the bytes moved at the cost of precision, the sum itself being computed in the
+    narrow dtype (float16 keeps ~3 significant digits, bfloat16 ~2).
 
     Args:
-      inner: the AllReduce run on the cast tensors.
-      dtype: the transfer dtype, e.g. tf.float16 or tf.bfloat16.
+      inner: the AllReduce run on the payloads.
+      compressor: a summable `tfhp.compression.base.Compressor`.
+    Raises:
+      ValueError: the compressor's payloads cannot be summed.
     """
 
-    def __init__(self, inner, dtype):
+    def __init__(self, inner, compressor):
+        if not compressor.summable:
+            raise ValueError('gradient compression %r cannot be summed by an all-reduce'
+                             % compressor.name)
         self._inner = inner
-        self._dtype = tf.as_dtype(dtype)
+        self._compressor = compressor
 
     def _all_reduce(self, tensors, devices):
         original = tensors[0].dtype
-        if not original.is_floating or original == self._dtype:
+        if not original.is_floating:
             return self._inner(tensors, devices)
-        narrow = []
+        payloads = []
         for tensor, device in zip(tensors, devices):
             with tf.device(device):
-                narrow.append(tf.cast(tensor, self._dtype))
+                payloads.append(self._compressor.compress(tensor))
         results = []
-        for tensor, device in zip(self._inner(narrow, devices), devices):
+        for payload, device in zip(self._inner(payloads, devices), devices):
             with tf.device(device):
-                results.append(tf.cast(tensor, original))
+                results.append(self._compressor.decompress(payload, original))
         return results

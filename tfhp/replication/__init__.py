@@ -4,6 +4,7 @@ registered here (`ONE_GRAPH`, `GRAPH_PER_WORKER`); what each strategy supports i
 import collections
 import functools
 
+from tfhp import compression
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
 from tfhp.ops import packing
@@ -80,10 +81,8 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     name = replication_config.variable_update
     if not topology.mode.graph_per_worker:
         return _build(ONE_GRAPH, name, 'in one graph', replication_config, topology)
-    transfer_dtype = (None if replication_config.gradient_transfer_dtype == 'float32' else
-                      replication_config.gradient_transfer_dtype)
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
-                  transfer_dtype, remedies)
+                  compression.get(replication_config.compression), remedies)
 
 
 def _build(builders, name, where, *args):
@@ -107,7 +106,7 @@ def _independent(cfg, topology):
     return independent.Independent(topology.tower_devices)
 
 
-def _sync(topology, cluster, transfer_dtype):
+def _sync(topology, cluster, compressor):
     """SyncReplicas(placement) for synchronous steps between workers, or None (asynchronous)."""
     if not topology.synchronous:
         return None
@@ -115,10 +114,10 @@ def _sync(topology, cluster, transfer_dtype):
         sync_replicas.SyncReplicas, worker_device=topology.input_device,
         replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
         num_replicas=topology.num_workers, is_chief=topology.is_chief,
-        transfer_dtype=transfer_dtype)
+        compressor=compressor)
 
 
-def _between_graph_ps(topology, cluster, transfer_dtype, remedies):
+def _between_graph_ps(topology, cluster, compressor, remedies):
     worker = topology.input_device
     placement = parameter_server.ParameterServer(topology.tower_devices,
                                                  topology.variable_devices,
@@ -126,31 +125,31 @@ def _between_graph_ps(topology, cluster, transfer_dtype, remedies):
     if cluster.partition_min_bytes and len(topology.variable_devices) > 1:
         placement = partitioning.Partitioned(placement, len(topology.variable_devices),
                                              cluster.partition_min_bytes)
-    sync = _sync(topology, cluster, transfer_dtype)
+    sync = _sync(topology, cluster, compressor)
     if sync:
         return sync(placement)
-    return async_replicas.AsyncReplicas(placement, worker, transfer_dtype, **remedies)
+    return async_replicas.AsyncReplicas(placement, worker, compressor, **remedies)
 
 
-def _distributed_replicated(topology, cluster, transfer_dtype, remedies):
+def _distributed_replicated(topology, cluster, compressor, remedies):
     del remedies  # Asynchronous copies measure no staleness (modes: staleness is False).
-    sync = _sync(topology, cluster, transfer_dtype)
+    sync = _sync(topology, cluster, compressor)
     return distributed_replicated.DistributedReplicated(
         topology.tower_devices, topology.variable_devices, topology.input_device,
-        sync=sync(None) if sync else None, transfer_dtype=transfer_dtype)
+        sync=sync(None) if sync else None, compressor=compressor)
 
 
-def _collective_all_reduce(topology, cluster, transfer_dtype, remedies):
+def _collective_all_reduce(topology, cluster, compressor, remedies):
     del remedies  # Synchronous only.
     return collective_workers.CollectiveWorkers(
         topology.tower_devices, topology.num_workers, topology.is_chief,
-        timeout_s=cluster.step_timeout_s, transfer_dtype=transfer_dtype)
+        timeout_s=cluster.step_timeout_s, compressor=compressor)
 
 
 # Builders of each strategy's manager, by the graph layout they run in; the keys are the
 # strategies of `tfhp.modes.STRATEGIES` whose one_graph / graph_per_worker is true (a test
 # checks both agree). One graph: builder(replication_config, topology). A graph per worker:
-# builder(topology, cluster_config, transfer_dtype or None, staleness remedies).
+# builder(topology, cluster_config, compressor or None, staleness remedies).
 ONE_GRAPH = {
     'parameter_server': _parameter_server,
     'replicated': _replicated,
@@ -168,8 +167,8 @@ def make_all_reduce(replication_config, topology):
 
     `--all_reduce_spec` if given; else `--hierarchical_copy` (two halves of the towers, then
     across them); else a copy to the local parameter device(s) (the host CPU, or each tower
-    device in turn with --local_parameter_device=gpu). Wrapped in a cast when
-    `--gradient_transfer_dtype` is narrower than float32.
+    device in turn with --local_parameter_device=gpu). Wrapped in `allreduce.Compressed` when
+    --gradient_compression (or --gradient_transfer_dtype) names a scheme.
     """
     cfg, devices = replication_config, topology.tower_devices
     if cfg.all_reduce_spec:
@@ -180,8 +179,9 @@ def make_all_reduce(replication_config, topology):
                                            group_size=(len(devices) + 1) // 2)
     else:
         algorithm = allreduce.CopyToDevice(topology.variable_devices)
-    if cfg.gradient_transfer_dtype != 'float32':
-        algorithm = allreduce.CastTransfer(algorithm, cfg.gradient_transfer_dtype)
+    compressor = compression.get(cfg.compression)
+    if compressor is not None:
+        algorithm = allreduce.Compressed(algorithm, compressor)
     return algorithm
 
 

@@ -19,36 +19,17 @@ from tfhp.replication import staleness
 from tfhp.replication import transfer
 
 
-def mean_over_towers(tower_grads, device, transfer_dtype=None):
-    """This worker's gradient per variable: the mean over its towers, computed on `device`.
-
-    Args:
-      tower_grads: tower_grads[t][v] = (gradient, variable); variables are tower 0's.
-      device: the worker's CPU.
-      transfer_dtype: send the means in this dtype (`transfer.narrow`); None: as they are.
-    Returns:
-      [(mean gradient, tower 0's variable)] in variable order; None gradients stay None.
-    """
-    result = []
-    with tf.name_scope(scopes.AGGREGATE), tf.device(device):
-        for per_var in zip(*tower_grads):
-            grads = [g for g, _ in per_var]
-            mean = None if grads[0] is None else base.mean_gradient(grads)
-            result.append((transfer.narrow(mean, transfer_dtype), per_var[0][1]))
-    return result
-
-
 class _ApplyAlone(base.PlacementDelegate):
     """The update of one worker: its towers' mean gradient, applied to the shared variables."""
 
-    def __init__(self, placement, worker_device, transfer_dtype):
+    def __init__(self, placement, worker_device, compressor):
         super().__init__(placement)
         self._worker_device = worker_device
-        self._transfer_dtype = transfer_dtype
+        self._compressor = compressor
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        means = mean_over_towers(tower_grads, self._worker_device, self._transfer_dtype)
-        grads_and_vars = [(transfer.widen(g, v), v) for g, v in means]
+        means = transfer.mean_over_towers(tower_grads, self._worker_device, self._compressor)
+        grads_and_vars = [(transfer.widen(g, v, self._compressor), v) for g, v in means]
         with tf.name_scope(scopes.APPLY):
             train_op = optimizer_fn().apply_gradients(grads_and_vars, global_step=global_step)
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[])
@@ -65,11 +46,12 @@ class AsyncReplicas(staleness.Staleness):
         e.g. `ParameterServer(topology.tower_devices, topology.variable_devices)`.
       worker_device: this worker's CPU, where its towers' gradients are meaned and its
         staleness counters live.
-      transfer_dtype: the dtype its gradients cross the network in (None: their own).
+      compressor: the `tfhp.compression` scheme its gradients cross the network in (None:
+        as they are).
       **remedies: `staleness.Staleness`'s max_staleness, scale_by_staleness, join_after_step
         and join_timeout_s (none by default: measure only).
     """
 
-    def __init__(self, placement, worker_device, transfer_dtype=None, **remedies):
-        super().__init__(_ApplyAlone(placement, worker_device, transfer_dtype), worker_device,
+    def __init__(self, placement, worker_device, compressor=None, **remedies):
+        super().__init__(_ApplyAlone(placement, worker_device, compressor), worker_device,
                          **remedies)

@@ -27,7 +27,6 @@ import tensorflow.compat.v1 as tf
 from tfhp.ops import collective
 from tfhp.ops import scopes
 from tfhp.ops import staging
-from tfhp.replication import async_replicas
 from tfhp.replication import base
 from tfhp.replication import init_flag
 from tfhp.replication import master_copies
@@ -55,19 +54,20 @@ class CollectiveWorkers(base.VariableManager):
       num_workers: workers in the all-reduce.
       is_chief: whether this worker's values are broadcast at start.
       timeout_s: bound on one collective waiting for its peers (0: none).
-      transfer_dtype: all-reduce the workers' means in this dtype (None: their own); the
-        sum is then computed in it.
+      compressor: all-reduce the workers' means compressed by this `tfhp.compression`
+        scheme, which must be summable (None: as they are); a cast's sum is computed in its
+        dtype.
     """
 
     def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0,
-                 transfer_dtype=None):
+                 compressor=None):
         self._device = tower_devices[0]
         self._copies = master_copies.MasterCopies(tower_devices, self._device,
                                                 copy_first_tower=False)
         self._num_workers = num_workers
         self._is_chief = is_chief
         self._timeout_s = float(timeout_s)
-        self._transfer_dtype = transfer_dtype
+        self._compressor = compressor
         self._next_key = 1
 
     def _instance_key(self):
@@ -105,15 +105,15 @@ class CollectiveWorkers(base.VariableManager):
             'the variables of this worker were never taken from the chief: run the op `%s` '
             'once per session on every worker (the hook in Update.hooks does: install it)',
             local=True)
-        means = started.gated(async_replicas.mean_over_towers(tower_grads, self._device,
-                                                              self._transfer_dtype))
+        means = started.gated(transfer.mean_over_towers(tower_grads, self._device,
+                                                        self._compressor))
         reduced = []
         with tf.name_scope(scopes.AGGREGATE), tf.device(self._device):
             for grad, var in means:
                 if grad is not None:
                     # Collectives take dense tensors: a sparse gradient is densified here.
                     mean = self._all_reduce_mean(tf.convert_to_tensor(grad))
-                    reduced.append((transfer.widen(mean, var), var))
+                    reduced.append((transfer.widen(mean, var, self._compressor), var))
         with tf.name_scope(scopes.APPLY):
             step_op = optimizer_fn().apply_gradients(reduced, global_step=global_step)
             with tf.control_dependencies([step_op]):

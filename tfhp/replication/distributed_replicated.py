@@ -15,7 +15,6 @@ that op, instead of applying gradients computed on zeros.
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import scopes
-from tfhp.replication import async_replicas
 from tfhp.replication import base
 from tfhp.replication import device_setters
 from tfhp.replication import init_flag
@@ -41,17 +40,18 @@ class DistributedReplicated(base.VariableManager):
       variable_devices: the ps tasks' devices (masters).
       worker_device: this worker's CPU.
       sync: a `SyncReplicas` (placement None) for synchronous steps; None: asynchronous.
-      transfer_dtype: the dtype its gradients cross the network in (None: their own).
+      compressor: the `tfhp.compression` scheme its gradients cross the network in (None:
+        as they are).
     """
 
     def __init__(self, tower_devices, variable_devices, worker_device, sync=None,
-                 transfer_dtype=None):
+                 compressor=None):
         self._placer = device_setters.GreedyByBytes(variable_devices)
         self._copies = master_copies.MasterCopies(
             tower_devices, device_setters.variables_on(self._placer, worker_device))
         self._worker_device = worker_device
         self._sync = sync
-        self._transfer_dtype = transfer_dtype
+        self._compressor = compressor
 
     @property
     def placer(self):
@@ -73,8 +73,8 @@ class DistributedReplicated(base.VariableManager):
             self._worker_device, 'tower_copies_filled', 'fill_tower_copies',
             'the tower copies of this worker were never filled from the masters: run the op '
             '`%s` once per session (the hook in Update.hooks does: install it)', local=True)
-        means = async_replicas.mean_over_towers(tower_grads, self._worker_device,
-                                                self._transfer_dtype)
+        means = transfer.mean_over_towers(tower_grads, self._worker_device,
+                                                self._compressor)
         master_grads = filled.gated([(g, self._copies.master_of(v)) for g, v in means])
         hooks = []
         if self._sync:
@@ -83,7 +83,7 @@ class DistributedReplicated(base.VariableManager):
         else:
             with tf.name_scope(scopes.APPLY):
                 step_op = optimizer_fn().apply_gradients(
-                    [(transfer.widen(g, v), v) for g, v in master_grads],
+                    [(transfer.widen(g, v, self._compressor), v) for g, v in master_grads],
                     global_step=global_step)
         with tf.name_scope(scopes.APPLY), tf.control_dependencies([step_op]):
             train_op = self._copies.refresh(self._worker_device)

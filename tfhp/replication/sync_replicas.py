@@ -37,7 +37,6 @@ import tensorflow.compat.v1 as tf
 
 from tfhp.ops import barriers
 from tfhp.ops import scopes
-from tfhp.replication import async_replicas
 from tfhp.replication import base
 from tfhp.replication import transfer
 
@@ -81,8 +80,8 @@ def _accumulator(grad, var):
         return tf.ConditionalAccumulator(dtype, shape=var.shape, shared_name=name)
 
 
-def _apply(accumulator, grad, var, local_step):
-    grad = transfer.widen(grad, var)  # sent narrow: back to the accumulator's dtype
+def _apply(accumulator, grad, var, local_step, compressor):
+    grad = transfer.widen(grad, var, compressor)  # sent compressed: back to the accumulator's
     if isinstance(grad, tf.IndexedSlices):
         return accumulator.apply_indexed_slices_grad(grad, local_step=local_step)
     return accumulator.apply_grad(grad, local_step=local_step)
@@ -105,11 +104,12 @@ class SyncReplicas(base.PlacementDelegate):
       replicas_to_aggregate: gradients that make one step (R).
       num_replicas: workers taking part (R plus spares).
       is_chief: whether this worker runs the update loop.
-      transfer_dtype: the dtype its gradients cross the network in (None: their own).
+      compressor: the `tfhp.compression` scheme its gradients cross the network in (None:
+        as they are).
     """
 
     def __init__(self, placement, worker_device, replicas_to_aggregate, num_replicas,
-                 is_chief, transfer_dtype=None):
+                 is_chief, compressor=None):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
@@ -118,7 +118,7 @@ class SyncReplicas(base.PlacementDelegate):
         self._replicas_to_aggregate = replicas_to_aggregate
         self._num_replicas = num_replicas
         self._is_chief = is_chief
-        self._transfer_dtype = transfer_dtype
+        self._compressor = compressor
         self._dropped = None
 
     def counters(self):
@@ -130,15 +130,15 @@ class SyncReplicas(base.PlacementDelegate):
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
         return self.apply_worker_gradients(
-            async_replicas.mean_over_towers(tower_grads, self._worker_device,
-                                            self._transfer_dtype), optimizer_fn, global_step)
+            transfer.mean_over_towers(tower_grads, self._worker_device, self._compressor),
+            optimizer_fn, global_step)
 
     def apply_worker_gradients(self, grads_and_vars, optimizer_fn, global_step):
         """The protocol of the module docstring for this worker's gradient per variable.
 
         Args:
-          grads_and_vars: [(this worker's gradient, shared variable)]; a gradient sent narrow
-            (`transfer.narrow`) is cast back on the variable's device.
+          grads_and_vars: [(this worker's gradient, shared variable)]; a gradient sent compressed
+            (`transfer.narrow`) is decompressed on the variable's device.
           optimizer_fn: no-argument callable returning the optimizer the chief applies with.
           global_step: the global step variable (on a ps task).
         Returns:
@@ -166,7 +166,7 @@ class SyncReplicas(base.PlacementDelegate):
             applies = []
             for accumulator, (grad, var) in zip(accumulators, grads_and_vars):
                 with tf.device(var.device), tf.control_dependencies([count]):
-                    applies.append(_apply(accumulator, grad, var, step_read))
+                    applies.append(_apply(accumulator, grad, var, step_read, self._compressor))
             # 4. Wait for the step to be applied (or to have been applied without us).
             with tf.control_dependencies(applies):
                 token = barriers.dequeue_newer_than(tokens, step_read)

@@ -1,0 +1,64 @@
+"""Gradient compression schemes: the registry, the flag's rules, and the casts' round trip."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tfhp import compression
+from tfhp import config as config_lib
+from tfhp.compression import base
+from tfhp.ops import allreduce
+
+
+def test_the_registry_names_its_schemes_and_refuses_unknown_ones():
+    assert compression.names()[:3] == ('none', 'float16', 'bfloat16')
+    assert compression.get('none') is None
+    assert compression.get('bfloat16').wire_ratio == 0.5
+    with pytest.raises(ValueError, match='unknown gradient compression .*known: none, float16'):
+        compression.get('fp8')
+    with pytest.raises(ValueError, match='registered twice'):
+        compression.register('float16', 'tfhp.compression.cast', 'Cast', 'float16')
+
+
+@pytest.mark.parametrize('scheme, tolerance', [('float16', 1e-3), ('bfloat16', 8e-3)])
+def test_a_cast_round_trip_keeps_the_gradient_within_its_rounding(scheme, tolerance):
+    value = np.random.RandomState(0).uniform(-1, 1, [64]).astype(np.float32)
+    compressor = compression.get(scheme)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        payload = compressor.compress(tf.constant(value))
+        back = compressor.decompress(payload, tf.float32)
+        assert payload.dtype == tf.as_dtype(scheme) and back.dtype == tf.float32
+        got = sess.run(back)
+    np.testing.assert_allclose(got, value, atol=tolerance)
+    assert not np.array_equal(got, value)
+
+
+def test_the_flags_name_one_scheme():
+    replication = config_lib.ReplicationConfig(variable_update='replicated',
+                                               gradient_transfer_dtype='bfloat16')
+    assert replication.compression == 'bfloat16'
+    assert config_lib.ReplicationConfig(variable_update='replicated',
+                                        gradient_compression='float16').compression == 'float16'
+    assert config_lib.ReplicationConfig().compression == 'none'
+    with pytest.raises(config_lib.ConfigError, match='both compress gradients'):
+        config_lib.ReplicationConfig(variable_update='replicated',
+                                     gradient_transfer_dtype='float16',
+                                     gradient_compression='bfloat16')
+    with pytest.raises(config_lib.ConfigError, match='--gradient_compression must be one of'):
+        config_lib.ReplicationConfig(gradient_compression='zip')
+
+
+class _Sign(base.Compressor):
+    """A payload that cannot be summed: an all-reduce must refuse it."""
+    name = 'sign'
+    summable = False
+
+    def compress(self, tensor):
+        return tf.sign(tensor)
+
+    def decompress(self, payload, dtype):
+        return tf.cast(payload, dtype)
+
+
+def test_an_all_reduce_refuses_a_payload_it_cannot_sum():
+    with pytest.raises(ValueError, match="'sign' cannot be summed"):
+        allreduce.Compressed(allreduce.CopyToDevice(), _Sign())

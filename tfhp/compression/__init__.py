@@ -1,0 +1,49 @@
+"""Gradient compression schemes, registered by name (--gradient_compression).
+
+  base   the Compressor interface: compress on the sender, decompress where the gradient is used
+  cast   float16 and bfloat16 transfer
+
+`get(name)` returns the scheme ('none': None, gradients travel as they are). A new scheme is a
+file with its Compressor subclass and one `register` line below (docs/extending.md). This module
+imports no TensorFlow (`tfhp.config` checks the flag before TensorFlow loads): a scheme's module
+is imported when the scheme is first built.
+"""
+import importlib
+
+NONE = 'none'
+_SCHEMES = {}
+
+
+def register(name, module, factory, *args):
+    """Makes `module.factory(*args)` (a Compressor) the scheme --gradient_compression=name picks.
+
+    Args:
+      name: the scheme's flag value.
+      module: the module that defines it, e.g. 'tfhp.compression.cast' (imported on first use).
+      factory: the name of its Compressor class (or function returning one) in `module`.
+      *args: passed to the factory.
+    """
+    if name in _SCHEMES or name == NONE:
+        raise ValueError('gradient compression %r is registered twice' % name)
+    _SCHEMES[name] = (module, factory, args)
+
+
+def get(name):
+    """The Compressor registered as `name`, or None for 'none'; ValueError naming the known
+    schemes otherwise."""
+    if name == NONE:
+        return None
+    if name not in _SCHEMES:
+        raise ValueError('unknown gradient compression %r; known: %s'
+                         % (name, ', '.join(names())))
+    module, factory, args = _SCHEMES[name]
+    return getattr(importlib.import_module(module), factory)(*args)
+
+
+def names():
+    """Every scheme's name, 'none' first."""
+    return (NONE,) + tuple(_SCHEMES)
+
+
+register('float16', 'tfhp.compression.cast', 'Cast', 'float16')
+register('bfloat16', 'tfhp.compression.cast', 'Cast', 'bfloat16')
