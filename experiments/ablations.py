@@ -30,10 +30,11 @@ from tfhp import startup
 
 startup.prepare_process()  # before TensorFlow is imported
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 
 from experiments import common
+from experiments import frame
+from experiments import presets
 from experiments import stats
 
 ABLATIONS = ('pipelining', 'data_format', 'batchnorm', 'variable_update', 'backup_workers',
@@ -54,13 +55,6 @@ IN_GRAPH = {
     'replicated xring': ['--variable_update=replicated', '--all_reduce_spec=xring'],
     'replicated collective': ['--variable_update=replicated', '--all_reduce_spec=collective'],
     'replicated nccl': ['--variable_update=replicated', '--all_reduce_spec=nccl'],
-}
-# Between-graph modes: label -> (ps tasks, flags).
-BETWEEN_GRAPH = {
-    'between-graph parameter_server sync': (1, []),
-    'between-graph parameter_server async': (1, ['--cross_replica_sync=false']),
-    'between-graph distributed_replicated': (1, ['--variable_update=distributed_replicated']),
-    'between-graph collective_all_reduce': (0, ['--variable_update=collective_all_reduce']),
 }
 
 
@@ -88,8 +82,8 @@ def configurations(ablation, data_dir, num_devices, straggler_delay_ms):
         model = ['--model=lenet', '--batch_size=32']
         return ([local(label, '--num_devices=%d' % num_devices, *(model + args))
                  for label, args in IN_GRAPH.items()] +
-                [Configuration(label, ps, 2, model + args)
-                 for label, (ps, args) in BETWEEN_GRAPH.items()])
+                [Configuration(label, preset.ps_tasks, 2, model + preset.args())
+                 for label, preset in presets.ABLATIONS.items()])
     if ablation == 'backup_workers':
         job = ['--model=lenet', '--batch_size=32']
         straggler = ['--straggler_workers=2', '--straggler_delay_ms=%g' % straggler_delay_ms]
@@ -183,22 +177,22 @@ TABLE = [('ablation', 'ablation', None), ('setting', 'setting', None),
          ('not run', 'error', None)]
 
 
-def main(_):
+def study():
+    """The ablations of --ablations, every configuration measured and reported."""
     common.check_choices('ablations', FLAGS.ablations, ABLATIONS)
     os.makedirs(FLAGS.work_dir, exist_ok=True)
     data_dir = common.learnable_data(FLAGS.work_dir, image_size=256, train_examples=1024,
                                      validation_examples=20)
-    run_args = ['--num_batches=%d' % FLAGS.num_batches,
-                '--num_warmup_batches=%d' % FLAGS.num_warmup_batches,
-                '--display_every=%d' % FLAGS.num_batches] + FLAGS.tfhp_flags
+    run_args = ['--num_batches=%d' % FLAGS.steps,
+                '--num_warmup_batches=%d' % FLAGS.warmup_steps,
+                '--display_every=%d' % FLAGS.steps] + FLAGS.tfhp_flags
     measures = [once_refused(functools.partial(measure, a, c, run_args, FLAGS.timeout_s))
                 for a in FLAGS.ablations
                 for c in configurations(a, data_dir, FLAGS.num_devices,
                                         FLAGS.straggler_delay_ms)]
-    records = common.repeat_in_rounds(measures, FLAGS.repeats, FLAGS.tf_random_seed, FIGURES)
-    common.print_table(mark(add_gains(records)), TABLE,
-                       "each ablation's reference setting (the gain's, else its first)")
-    common.write_records(records, FLAGS.result_file)
+    frame.run(measures, FIGURES, TABLE,
+              "each ablation's reference setting (the gain's, else its first)",
+              finish=lambda records: mark(add_gains(records)))
 
 
 if __name__ == '__main__':
@@ -206,13 +200,8 @@ if __name__ == '__main__':
                       % ', '.join(ABLATIONS))
     flags.DEFINE_integer('num_devices', 2, 'variable_update: in-graph devices.')
     flags.DEFINE_float('straggler_delay_ms', 200.0, 'backup_workers: the straggler\'s delay.')
-    flags.DEFINE_integer('num_batches', 30, 'Timed steps per configuration.')
-    flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per configuration.')
-    flags.DEFINE_integer('repeats', 3, 'Runs of each configuration (seeds --tf_random_seed + r).')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
     flags.DEFINE_float('timeout_s', 600.0, 'Bound on each configuration.')
     flags.DEFINE_string('work_dir', os.path.join(tempfile.gettempdir(), 'tfhp_ablations'),
                         'Where the generated data set lives.')
     flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every configuration.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
-    app.run(main)
+    frame.main(study, steps=30, warmup_steps=5)

@@ -20,20 +20,20 @@ each repeat's launcher summary under 'runs') to --output; --plot draws the null-
 import functools
 import sys
 
-from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import frame
+from experiments import presets
 from experiments import stats
 from tfhp import launch
 from tfhp import plots
-from tfhp import timing
 
 FLAGS = flags.FLAGS
 
 
 def define_flags():
-    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    """Defines the study's own flags (only when run as a script, so tests can import it)."""
     flags.DEFINE_list('studies', ['null', 'modes'], 'Studies to run: null, modes.')
     flags.DEFINE_list('workers', ['1', '2', '3', '4'], 'Worker counts of the null-model study.')
     flags.DEFINE_list('null_models', ['null_scalar', 'null_dense', 'null_sparse'],
@@ -41,28 +41,6 @@ def define_flags():
     flags.DEFINE_integer('null_num_ps', 2, 'ps tasks of the null-model study.')
     flags.DEFINE_string('modes_model', 'lenet', 'Model of the modes study.')
     flags.DEFINE_integer('modes_batch_size', 32, 'Per-worker batch of the modes study.')
-    flags.DEFINE_integer('steps', 100, 'Timed steps per job.')
-    flags.DEFINE_integer('warmup_steps', 10, 'Untimed steps per job.')
-    flags.DEFINE_integer('repeats', 3, 'Runs of each job (seeds --tf_random_seed + r).')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
-    flags.DEFINE_string('output', None, 'Append one JSON line per job here.')
-    flags.DEFINE_string('plot', None, 'Write the null-model curves (global steps/sec vs '
-                        'workers) here (PNG; needs matplotlib).')
-
-
-# label -> (num_ps, tfhp flags, launcher starts a controller) of the modes study.
-MODES = {
-    'parameter_server sync': (1, ['--variable_update=parameter_server'], False),
-    'parameter_server async': (1, ['--variable_update=parameter_server',
-                                   '--cross_replica_sync=false'], False),
-    'distributed_replicated sync': (1, ['--variable_update=distributed_replicated'], False),
-    'distributed_replicated async': (1, ['--variable_update=distributed_replicated',
-                                         '--cross_replica_sync=false'], False),
-    'collective_all_reduce': (0, ['--variable_update=collective_all_reduce'], False),
-    'in-graph sync': (1, ['--graph_mode=in_graph'], False),
-    'in-graph async': (1, ['--graph_mode=in_graph', '--cross_replica_sync=false'], False),
-    'in-graph sync, controller task': (1, ['--graph_mode=in_graph'], True),
-}
 
 
 def run_job(num_ps, num_workers, tfhp_args, controller=False):
@@ -106,11 +84,12 @@ def null_rows(models, workers, num_ps, steps, warmup_steps):
 
 
 def modes_rows(model, batch_size, steps, warmup_steps):
-    """Measurements (seed -> record) of `model` in each distributed mode, 2 workers."""
+    """Measurements (seed -> record) of `model` in each distributed mode
+    (`presets.DISTRIBUTED`), 2 workers."""
     return [functools.partial(measure, {'study': 'modes', 'model': model, 'label': label},
-                              num_ps, 2, _common(batch_size, steps, warmup_steps) +
-                              ['--model=' + model] + args, controller)
-            for label, (num_ps, args, controller) in MODES.items()]
+                              preset.ps_tasks, 2, _common(batch_size, steps, warmup_steps) +
+                              ['--model=' + model] + preset.args(), preset.controller)
+            for label, preset in presets.DISTRIBUTED.items()]
 
 
 def mark(records):
@@ -131,8 +110,11 @@ TABLE = [('job', 'label', None), ('workers', 'num_workers', '%d'), ('ps', 'num_p
 
 
 def plot(records, path):
-    """Global steps/sec vs workers, a panel per null model, sync and async lines, log y."""
+    """Global steps/sec vs workers, a panel per null model, sync and async lines, log y;
+    nothing without null-model records."""
     null = [r for r in records if r['study'] == 'null']
+    if not null:
+        return
     models = sorted({r['model'] for r in null})
     panels = []
     for model in models:
@@ -151,9 +133,8 @@ def plot(records, path):
                       xticks=[(n, str(n)) for n in workers], sharey=True)
 
 
-def main(argv):
-    del argv
-    common.check_plot(FLAGS.plot)
+def study():
+    """The studies of --studies, measured and reported."""
     rows = []
     if 'null' in FLAGS.studies:
         rows += null_rows(FLAGS.null_models, [int(w) for w in FLAGS.workers],
@@ -161,17 +142,11 @@ def main(argv):
     if 'modes' in FLAGS.studies:
         rows += modes_rows(FLAGS.modes_model, FLAGS.modes_batch_size, FLAGS.steps,
                            FLAGS.warmup_steps)
-    records = mark(common.repeat_in_rounds(rows, FLAGS.repeats, FLAGS.tf_random_seed,
-                                           FIGURES))
-    common.print_table(records, TABLE, 'the same job on the fewest workers (null), or the '
-                       'first mode')
-    for record in records:
-        if FLAGS.output:
-            timing.append_json(FLAGS.output, record)
-    if FLAGS.plot and any(r['study'] == 'null' for r in records):
-        plot(records, FLAGS.plot)
+    frame.run(rows, FIGURES, TABLE, 'the same job on the fewest workers (null), or the first '
+              'mode', finish=mark, plot=plot)
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    frame.main(study, steps=100, warmup_steps=10,
+               plot='the null-model curves (global steps/sec vs workers)')

@@ -8,6 +8,7 @@ import collections
 
 from experiments import common
 from experiments import link_jobs
+from experiments import presets
 from experiments import stats
 from tfhp import plots
 
@@ -117,8 +118,7 @@ def report_saturation(records):
 
 
 def report_modes(records):
-    _mark(records, lambda r: r['num_workers'], lambda r: r['label'].endswith(', 1 ps') and
-          r['label'].startswith('parameter_server'))
+    _mark(records, lambda r: r['num_workers'], lambda r: r['label'] == presets.LINKS['ps'].label)
 
     def conclusion(done):
         lines = []

@@ -33,8 +33,10 @@ from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import frame
 from experiments import link_jobs
 from experiments import links_report
+from experiments import presets
 from tfhp import modes
 from tfhp.cluster import links
 
@@ -43,7 +45,7 @@ STUDIES = ('saturation', 'modes', 'precision', 'backup')
 
 
 def define_flags():
-    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    """Defines the study's own flags (only when run as a script, so tests can import it)."""
     flags.DEFINE_list('studies', list(STUDIES), 'Studies to run: %s.' % ', '.join(STUDIES))
     flags.DEFINE_list('models', ['null_dense', 'lenet'], 'saturation: models (%s).'
                       % ', '.join(link_jobs.MODELS))
@@ -51,8 +53,8 @@ def define_flags():
                       'loopback).')
     flags.DEFINE_list('workers', ['1', '2', '4', '6'], 'saturation: worker counts.')
     flags.DEFINE_list('num_ps', ['1', '2'], 'saturation: ps task counts.')
-    flags.DEFINE_list('modes', list(MODES), 'modes: the modes (%s).' % ', '.join(
-        '%s: %s' % (name, label) for name, (label, _, _) in MODES.items()))
+    flags.DEFINE_list('modes', list(presets.LINKS), 'modes: the modes (%s).' % ', '.join(
+        '%s: %s' % (name, preset.label) for name, preset in presets.LINKS.items()))
     flags.DEFINE_string('modes_model', 'null_dense', 'modes: model.')
     flags.DEFINE_string('modes_rate', '1gbit', 'modes: link rate.')
     flags.DEFINE_list('modes_workers', ['2', '4'], 'modes: worker counts.')
@@ -60,18 +62,11 @@ def define_flags():
     flags.DEFINE_string('precision_rate', '1gbit', 'precision: link rate.')
     flags.DEFINE_integer('precision_workers', 2, 'precision: workers.')
     flags.DEFINE_list('precision_updates', ['parameter_server', 'collective_all_reduce'],
-                      'precision: variable updates (also distributed_replicated).')
+                      'precision: variable updates (%s).' % ', '.join(BETWEEN_GRAPH))
     flags.DEFINE_string('backup_model', 'null_dense', 'backup: model.')
     flags.DEFINE_list('backup_rates', ['loopback', '1gbit'], 'backup: link rates.')
     flags.DEFINE_integer('backup_workers', 3, 'backup: workers (one of them the straggler).')
     flags.DEFINE_float('straggler_delay_ms', 1000.0, 'backup: the straggler\'s delay per step.')
-    flags.DEFINE_integer('steps', 5, 'Timed steps per job.')
-    flags.DEFINE_integer('warmup_steps', 1, 'Untimed steps per job.')
-    flags.DEFINE_integer('repeats', 3, 'Runs of each job (seeds --tf_random_seed + r).')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
-    flags.DEFINE_string('result_file', None, 'Append one JSON line per job here.')
-    flags.DEFINE_string('plot', None, 'Draw each study here (PNG; PATH_<study>.png when '
-                        'several run; needs matplotlib).')
 
 
 def _row(labels, num_ps, num_workers, args, rate):
@@ -86,24 +81,17 @@ def saturation_rows(models, rates, num_ps, workers, steps, warmup_steps):
             for model in models for rate in rates for k in num_ps for w in workers]
 
 
-# --modes name -> (label, ps tasks, tfhp flags) of the modes study; all synchronous.
-MODES = {
-    'ps': ('parameter_server, 1 ps', 1, ['--variable_update=parameter_server']),
-    'ps2': ('parameter_server, 2 ps', 2, ['--variable_update=parameter_server']),
-    'replicated': ('distributed_replicated, 1 ps', 1,
-                   ['--variable_update=distributed_replicated']),
-    'all_reduce': ('collective_all_reduce', 0, ['--variable_update=collective_all_reduce']),
-}
-
-
-def modes_rows(model, rate, workers, steps, warmup_steps, modes=tuple(MODES)):
-    """Measurements of each mode (MODES keys) on `rate` links, per worker count."""
-    return [_row({'study': 'modes', 'model': model, 'label': MODES[m][0]}, MODES[m][1], w,
-                 link_jobs.job_args(model, steps, warmup_steps, MODES[m][2]), rate)
-            for w in workers for m in modes]
+def modes_rows(model, rate, workers, steps, warmup_steps, names=tuple(presets.LINKS)):
+    """Measurements of each mode (`presets.LINKS` names) on `rate` links, per worker count."""
+    return [_row({'study': 'modes', 'model': model, 'label': presets.LINKS[m].label},
+                 presets.LINKS[m].ps_tasks, w,
+                 link_jobs.job_args(model, steps, warmup_steps, presets.LINKS[m].args()), rate)
+            for w in workers for m in names]
 
 
 DTYPES = ('float32', 'bfloat16', 'float16')
+# The variable updates of a job of workers (--precision_updates' choices).
+BETWEEN_GRAPH = modes.names(lambda s: s.graph_per_worker)
 
 
 def precision_rows(model, rate, num_workers, updates, steps, warmup_steps):
@@ -148,7 +136,7 @@ def rows(studies):
         'saturation': lambda: saturation_rows(FLAGS.models, FLAGS.rates, _ints(FLAGS.num_ps),
                                               _ints(FLAGS.workers), *steps),
         'modes': lambda: modes_rows(FLAGS.modes_model, FLAGS.modes_rate,
-                                    _ints(FLAGS.modes_workers), *steps, modes=FLAGS.modes),
+                                    _ints(FLAGS.modes_workers), *steps, names=FLAGS.modes),
         'precision': lambda: precision_rows(FLAGS.precision_model, FLAGS.precision_rate,
                                             FLAGS.precision_workers, FLAGS.precision_updates,
                                             *steps),
@@ -170,9 +158,8 @@ def _check_flags():
     common.check_choices('studies', FLAGS.studies, STUDIES)
     common.check_choices('models', FLAGS.models + [FLAGS.modes_model, FLAGS.precision_model,
                                                    FLAGS.backup_model], link_jobs.MODELS)
-    common.check_choices('modes', FLAGS.modes, MODES)
-    common.check_choices('precision_updates', FLAGS.precision_updates, (
-        'parameter_server', 'distributed_replicated', 'collective_all_reduce'))
+    common.check_choices('modes', FLAGS.modes, presets.LINKS)
+    common.check_choices('precision_updates', FLAGS.precision_updates, BETWEEN_GRAPH)
     if FLAGS.backup_workers < 2:
         raise app.UsageError('--backup_workers=%d: a backup needs at least 2 workers'
                              % FLAGS.backup_workers)
@@ -181,29 +168,28 @@ def _check_flags():
             links.parse_rate(rate)
 
 
-def main(argv):
-    del argv
+def study():
+    """The studies of --studies, measured in rounds over all their jobs, each reported."""
     try:
         _check_flags()
         links.check_available()
     except ValueError as e:  # LinksUnavailable and a bad rate are ValueErrors
         print('links_study: %s' % e, file=sys.stderr)
         return 2
-    common.check_plot(FLAGS.plot)
     measures = rows(FLAGS.studies)
-    order = [(study, i) for study in FLAGS.studies for i in range(len(measures[study]))]
+    order = [(name, i) for name in FLAGS.studies for i in range(len(measures[name]))]
     records = common.repeat_in_rounds([measures[s][i] for s, i in order], FLAGS.repeats,
-                                      FLAGS.tf_random_seed, link_jobs.FIGURES)
-    for study in FLAGS.studies:
-        done = [r for (s, _), r in zip(order, records) if s == study]
-        links_report.REPORTS[study](done)
+                                      FLAGS.seed, link_jobs.FIGURES)
+    for name in FLAGS.studies:
+        done = [r for (s, _), r in zip(order, records) if s == name]
+        links_report.REPORTS[name](done)
         common.write_records(done, FLAGS.result_file)
         if FLAGS.plot:
-            links_report.PLOTS[study](done, plot_path(FLAGS.plot, study,
-                                                      len(FLAGS.studies) > 1))
+            links_report.PLOTS[name](done, plot_path(FLAGS.plot, name, len(FLAGS.studies) > 1))
     return 0
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    frame.main(study, steps=5, warmup_steps=1,
+               plot='each study (PATH_<study>.png when several run)')

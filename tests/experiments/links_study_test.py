@@ -126,7 +126,7 @@ def test_saturation_command_runs_one_tiny_job(tmp_path, available):
 
 @pytest.mark.cluster
 def test_modes_and_precision_run_a_tiny_job_each(tmp_path, available):
-    modes = links_study.modes_rows('trivial', '200mbit', [2], 2, 1, modes=['all_reduce'])
+    modes = links_study.modes_rows('trivial', '200mbit', [2], 2, 1, names=['all_reduce'])
     record = _tiny(modes, 0, tmp_path, 'modes')
     assert record['label'] == 'collective_all_reduce' and 'turns_ms' not in record
     assert record['worker_sent_mb']['median'] > 0
