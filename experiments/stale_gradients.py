@@ -1,7 +1,8 @@
 """Stale gradients in asynchronous training: time to accuracy with and without each remedy.
 
-Runs the asynchronous combination of `four_combos` (in-graph by default, --mode for the
-between-graph job) with 4 replicas, so that updates are several steps stale, once per remedy:
+Runs the asynchronous combination of `four_combos` (experiments/convergence.py; in-graph by
+default, --mode for the between-graph job) with 4 replicas, so that updates are several steps
+stale, once per remedy:
 
   none         plain asynchronous SGD
   lr_scaled    the learning rate divided by the number of replicas
@@ -21,21 +22,22 @@ the reference row; experiments/stats.py).
 """
 import dataclasses
 
-from absl import app
 from absl import flags
 
 from experiments import common
-from experiments import four_combos
+from experiments import convergence
+from experiments import frame
+from experiments import presets
 from experiments import stats
+from tfhp import modes
 
 REMEDIES = ('none', 'lr_scaled', 'drop', 'inverse', 'warmup', 'sync')
-MODES = ('in_graph', 'between_graph')
 FLAGS = flags.FLAGS
 
 
 def remedy_run(remedy, mode, options, max_staleness, warmup_steps):
     """(combination, options, extra tfhp flags) of one remedy."""
-    combo = '%s_%s' % (mode, 'sync' if remedy == 'sync' else 'async')
+    combo = presets.combo(mode, synchronous=remedy == 'sync')
     if remedy == 'lr_scaled':
         options = dataclasses.replace(options,
                                       learning_rate=options.learning_rate / options.num_replicas)
@@ -47,22 +49,23 @@ def remedy_run(remedy, mode, options, max_staleness, warmup_steps):
 
 def run(remedies, mode, options, data_dir, work_dir, max_staleness, warmup_steps,
         extra_flags=()):
-    """One `four_combos` record (summaries over options.repeats) per remedy, labelled with it."""
+    """One `convergence` record (summaries over options.repeats) per remedy, labelled with it."""
     rows = [remedy_run(r, mode, options, max_staleness, warmup_steps) for r in remedies]
-    records = four_combos.run_repeats(rows, options, data_dir, work_dir, extra_flags,
+    records = convergence.run_repeats(rows, options, data_dir, work_dir, extra_flags,
                                       labels=list(remedies))
     return [dict(record, study='stale_gradients', remedy=remedy, mode=mode)
             for record, remedy in zip(records, remedies)]
 
 
-TABLE = [('remedy', 'label', None)] + four_combos.TABLE[1:5] + [('staleness mean', 'staleness_mean', '%.2f'),
-                                 ('staleness max', 'staleness_max', '%d'),
-                                 ('dropped stale', 'stale_gradients_dropped', '%d')]
+TABLE = [('remedy', 'label', None)] + convergence.TABLE[1:5] + [
+    ('staleness mean', 'staleness_mean', '%.2f'), ('staleness max', 'staleness_max', '%d'),
+    ('dropped stale', 'stale_gradients_dropped', '%d')]
 
 
-def main(_):
+def study():
+    """The remedies of --remedies, trained, evaluated and reported against plain async."""
     common.check_choices('remedies', FLAGS.remedies, REMEDIES)
-    options, data_dir = four_combos.study_setup()
+    options, data_dir = convergence.study_setup()
     records = run(FLAGS.remedies, FLAGS.mode, options, data_dir, FLAGS.work_dir,
                   FLAGS.max_gradient_staleness, FLAGS.async_warmup_steps, FLAGS.tfhp_flags)
     heading = ('%s, %d replicas, target accuracy %.2f, %d steps of %d per replica, %d repeats'
@@ -70,25 +73,24 @@ def main(_):
                   options.batch_size, options.repeats))
     print(heading)
     reference = next((r for r in records if r['remedy'] == 'none'), records[0])
-    common.print_table(stats.mark(records, reference, four_combos.FIGURES), TABLE,
+    common.print_table(stats.mark(records, reference, convergence.FIGURES), TABLE,
                        reference['label'])
     print('conclusion, from the repeats (experiments/stats.py):')
-    print('\n'.join('  ' + line for line in four_combos.conclusion(records,
+    print('\n'.join('  ' + line for line in convergence.conclusion(records,
                                                                  options.target_accuracy)))
     common.write_records(records, FLAGS.result_file)
     if FLAGS.plot:
-        four_combos.plot(records, options, FLAGS.plot, heading)
+        convergence.plot(records, options, FLAGS.plot, heading)
 
 
 if __name__ == '__main__':
-    # 4 replicas make updates several steps stale (docs/results.md's table: 300 steps each, 0.8).
-    four_combos.define_study_flags(four_combos.Options(num_replicas=4, num_steps=300,
-                                                       target_accuracy=0.8),
-                                   'tfhp_stale_gradients')
     flags.DEFINE_list('remedies', list(REMEDIES), 'Remedies to compare: %s.' % ', '.join(
         REMEDIES))
-    flags.DEFINE_enum('mode', 'in_graph', MODES, 'Asynchronous in-graph replicas (threads) '
-                      'or between-graph workers (processes).')
+    flags.DEFINE_enum('mode', modes.IN_GRAPH, modes.CLUSTER_GRAPH_MODES, 'Asynchronous '
+                      'in-graph replicas (threads) or between-graph workers (processes).')
     flags.DEFINE_integer('max_gradient_staleness', 2, 'drop: the oldest gradient kept.')
     flags.DEFINE_integer('async_warmup_steps', 50, 'warmup: global steps of one replica.')
-    app.run(main)
+    # 4 replicas make updates several steps stale (docs/results.md's table: 300 steps each, 0.8).
+    frame.main(study, **convergence.define_flags(
+        convergence.Options(num_replicas=4, num_steps=300, target_accuracy=0.8),
+        'tfhp_stale_gradients'))

@@ -6,10 +6,10 @@ import os
 import pytest
 
 from experiments import common
-from experiments import four_combos
+from experiments import convergence
 from experiments import stats
 
-OPTIONS = four_combos.Options(num_replicas=2, batch_size=16, num_steps=100, eval_every=50,
+OPTIONS = convergence.Options(num_replicas=2, batch_size=16, num_steps=100, eval_every=50,
                               target_accuracy=0.2, eval_batch_size=50, timeout_s=300,
                               repeats=1)
 CHANCE = 0.1  # 10 balanced classes; 0.2 is 3 standard deviations above it on 100 images
@@ -25,7 +25,7 @@ def _check_training(record):
 
 def test_in_graph_sync_repeats_with_their_seeds_and_async(shapes_dir, tmp_path, capsys):
     options = dataclasses.replace(OPTIONS, repeats=2, tf_random_seed=7)
-    (sync,) = four_combos.run_repeats(['in_graph_sync'], options, shapes_dir, str(tmp_path))
+    (sync,) = convergence.run_repeats(['in_graph_sync'], options, shapes_dir, str(tmp_path))
     assert sync['seeds'] == [7, 8] and [r['seed'] for r in sync['runs']] == [7, 8]
     for run in sync['runs']:
         _check_training(run)
@@ -40,13 +40,13 @@ def test_in_graph_sync_repeats_with_their_seeds_and_async(shapes_dir, tmp_path, 
     assert sync['label'] == 'in_graph_sync' and sync['repeats'] == 2
     assert sync['global_steps'] == 100   # equal in both repeats
 
-    asynchronous = four_combos.run_combo('in_graph_async', OPTIONS, shapes_dir, str(tmp_path))
+    asynchronous = convergence.run_combo('in_graph_async', OPTIONS, shapes_dir, str(tmp_path))
     _check_training(asynchronous)
     assert asynchronous['global_steps'] == asynchronous['staleness_count'] == 200
     assert asynchronous['staleness_max'] >= 1 and asynchronous['staleness_mean'] > 0
 
     # The table is in images and seconds to the target, never in steps.
-    four_combos.report([sync], options, 'heading')
+    convergence.report([sync], options, 'heading')
     table = capsys.readouterr().out.splitlines()
     assert table[1].split()[:7] == ['combination', 'images', 'to', 'target', 's', 'to',
                                     'target']
@@ -54,7 +54,7 @@ def test_in_graph_sync_repeats_with_their_seeds_and_async(shapes_dir, tmp_path, 
     assert table[2].startswith('in_graph_sync') and '[' in table[2]
     if _has_matplotlib():
         path = str(tmp_path / 'combos.png')
-        four_combos.plot([sync], options, path, 'tiny')
+        convergence.plot([sync], options, path, 'tiny')
         _check_png(path)
 
 
@@ -74,7 +74,7 @@ def test_conclusion_says_which_differences_are_real():
                 'time_to_target_s': stats.summarise(seconds)}
     records = [row('sync', [6400, 8000, 9600], [3.0, 3.5, 4.0]),
                row('async', [12800, 16000, None], [5.0, 6.0, 3.9])]
-    lines = four_combos.conclusion(records, 0.75)
+    lines = convergence.conclusion(records, 0.75)
     assert lines == [
         'async reached 0.75 in 2 of 3 repeats',
         'images to target, by median: sync 8000, async 16000',
@@ -84,7 +84,7 @@ def test_conclusion_says_which_differences_are_real():
 
 
 def test_between_graph_async_measures_staleness_across_processes(shapes_dir, tmp_path):
-    record = four_combos.run_combo('between_graph_async', OPTIONS, shapes_dir, str(tmp_path),
+    record = convergence.run_combo('between_graph_async', OPTIONS, shapes_dir, str(tmp_path),
                                    seed=5)
     _check_training(record)
     assert record['seed'] == 5
@@ -95,12 +95,12 @@ def test_between_graph_async_measures_staleness_across_processes(shapes_dir, tmp
 
 def test_between_graph_sync_has_a_spare_worker_and_unknown_combinations_are_refused():
     # (Run end to end by the script; its job is tested in tests/cluster.)
-    num_workers, args = four_combos.tfhp_flags('between_graph_sync', OPTIONS, '/d', '/t', 9)
+    num_workers, args = convergence.tfhp_flags('between_graph_sync', OPTIONS, '/d', '/t', 9)
     assert num_workers == 3 and '--replicas_to_aggregate=2' in args
     assert '--save_model_steps=50' in args and '--cross_replica_sync=false' not in args
     assert '--tf_random_seed=9' in args
     with pytest.raises(ValueError, match='unknown combination'):
-        four_combos.tfhp_flags('in_graph_maybe', OPTIONS, '/data', '/train')
+        convergence.tfhp_flags('in_graph_maybe', OPTIONS, '/data', '/train')
 
 
 def test_cluster_figures_read_the_launcher_summary():

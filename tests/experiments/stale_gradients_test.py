@@ -1,8 +1,8 @@
 """The stale-gradient remedies at a tiny size: each is configured as its flag and acts."""
-from experiments import four_combos
+from experiments import convergence
 from experiments import stale_gradients
 
-OPTIONS = four_combos.Options(num_replicas=2, batch_size=16, num_steps=40, eval_every=20,
+OPTIONS = convergence.Options(num_replicas=2, batch_size=16, num_steps=40, eval_every=20,
                               target_accuracy=0.2, eval_batch_size=50, timeout_s=300,
                               repeats=1)
 
