@@ -16,7 +16,7 @@ def test_the_registry_names_its_schemes_and_refuses_unknown_ones():
     with pytest.raises(ValueError, match='unknown gradient compression .*known: none, float16'):
         compression.get('fp8')
     with pytest.raises(ValueError, match='registered twice'):
-        compression.register('float16', 'tfhp.compression.cast', 'Cast', 'float16')
+        compression.register('float16', 'tfhp.compression.cast:Cast', 'float16')
 
 
 @pytest.mark.parametrize('scheme, tolerance', [('float16', 1e-3), ('bfloat16', 8e-3)])

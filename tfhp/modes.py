@@ -109,6 +109,14 @@ STRATEGIES = {s.name: s for s in (
 DEFAULT_STRATEGY = 'parameter_server'
 
 
+def register(row):
+    """Adds a Strategy row at run time (a script's own strategy; one in the tree is a row of
+    STRATEGIES above). `tfhp.replication.register_strategy` calls this with its builders."""
+    if row.name in STRATEGIES:
+        raise ValueError('variable_update %r is registered twice' % row.name)
+    STRATEGIES[row.name] = row
+
+
 def graph_mode(name):
     """The GraphMode named `name`; ValueError naming the known ones otherwise."""
     return _lookup(GRAPH_MODES, name, 'graph mode')

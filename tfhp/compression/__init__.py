@@ -14,18 +14,18 @@ NONE = 'none'
 _SCHEMES = {}
 
 
-def register(name, module, factory, *args):
-    """Makes `module.factory(*args)` (a Compressor) the scheme --gradient_compression=name picks.
+def register(name, factory, *args):
+    """Makes `factory(*args)` (a Compressor) the scheme --gradient_compression=name picks.
 
     Args:
       name: the scheme's flag value.
-      module: the module that defines it, e.g. 'tfhp.compression.cast' (imported on first use).
-      factory: the name of its Compressor class (or function returning one) in `module`.
+      factory: its Compressor class (or a function returning one), or 'module:Class', e.g.
+        'tfhp.compression.cast:Cast', imported when the scheme is first built.
       *args: passed to the factory.
     """
     if name in _SCHEMES or name == NONE:
         raise ValueError('gradient compression %r is registered twice' % name)
-    _SCHEMES[name] = (module, factory, args)
+    _SCHEMES[name] = (factory, args)
 
 
 def get(name):
@@ -36,8 +36,11 @@ def get(name):
     if name not in _SCHEMES:
         raise ValueError('unknown gradient compression %r; known: %s'
                          % (name, ', '.join(names())))
-    module, factory, args = _SCHEMES[name]
-    return getattr(importlib.import_module(module), factory)(*args)
+    factory, args = _SCHEMES[name]
+    if isinstance(factory, str):
+        module, attribute = factory.split(':')
+        factory = getattr(importlib.import_module(module), attribute)
+    return factory(*args)
 
 
 def names():
@@ -45,5 +48,5 @@ def names():
     return (NONE,) + tuple(_SCHEMES)
 
 
-register('float16', 'tfhp.compression.cast', 'Cast', 'float16')
-register('bfloat16', 'tfhp.compression.cast', 'Cast', 'bfloat16')
+register('float16', 'tfhp.compression.cast:Cast', 'float16')
+register('bfloat16', 'tfhp.compression.cast:Cast', 'bfloat16')

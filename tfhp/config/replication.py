@@ -54,7 +54,8 @@ class ReplicationConfig:
     variable_consistency: str = 'strong'
 
     def __post_init__(self):
-        errors.require_choice(self, 'variable_update', VARIABLE_UPDATES)
+        # The live table: a script may have registered a strategy of its own.
+        errors.require_choice(self, 'variable_update', modes.names())
         self._check_all_reduce()
         staged = ', '.join(modes.names(lambda s: s.staged_reads))
         errors.require(not self.staged_vars or self.strategy.staged_reads,

@@ -28,6 +28,15 @@ BUILDERS = {
 }
 
 
+def register(algorithm, builder):
+    """Adds an all-reduce algorithm at run time: its `allreduce_spec.Algorithm` row and its
+    builder(alg, tower_devices, cpu_device) -> AllReduce (docs/extending.md)."""
+    if algorithm.name in allreduce_spec.ALGORITHMS:
+        raise ValueError('all-reduce algorithm %r is registered twice' % algorithm.name)
+    allreduce_spec.ALGORITHMS[algorithm.name] = algorithm
+    BUILDERS[algorithm.name] = builder
+
+
 def _algorithm(alg, tower_devices, cpu_device):
     return BUILDERS[alg.name](alg, tower_devices, cpu_device)
 

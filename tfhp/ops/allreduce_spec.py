@@ -46,7 +46,7 @@ RangeSpec = collections.namedtuple('RangeSpec', [
 
 
 def _parse_alg(text, spec):
-    match = re.fullmatch(r'([a-z]+)(?:#(\d+))?', text)
+    match = re.fullmatch(r'([a-z][a-z0-9_]*)(?:#(\d+))?', text)
     if not match or match.group(1) not in ALGORITHMS:
         raise ValueError('all_reduce_spec %r: unknown algorithm %r; known: %s'
                          % (spec, text, ', '.join(ALGORITHMS)))

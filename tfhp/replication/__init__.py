@@ -5,6 +5,7 @@ import collections
 import functools
 
 from tfhp import compression
+from tfhp import modes
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
 from tfhp.ops import packing
@@ -160,6 +161,32 @@ GRAPH_PER_WORKER = {
     'distributed_replicated': _distributed_replicated,
     'collective_all_reduce': _collective_all_reduce,
 }
+
+
+def register_strategy(row, one_graph=None, graph_per_worker=None):
+    """Adds a strategy at run time: its `tfhp.modes.Strategy` row and its builders.
+
+    A strategy in the tree is a row of `tfhp.modes.STRATEGIES` and entries in ONE_GRAPH /
+    GRAPH_PER_WORKER; a script's own strategy registers both here (docs/extending.md).
+
+    Args:
+      row: a `tfhp.modes.Strategy`; its one_graph / graph_per_worker say which builders it needs.
+      one_graph: builder(replication_config, topology) -> VariableManager.
+      graph_per_worker: builder(topology, cluster_config, compressor, remedies).
+    Raises:
+      ValueError: a builder the row calls for is missing (or one it does not), or the name is
+        taken.
+    """
+    for needed, builder, what in ((row.one_graph, one_graph, 'one_graph'),
+                                  (row.graph_per_worker, graph_per_worker, 'graph_per_worker')):
+        if needed != (builder is not None):
+            raise ValueError('strategy %r: %s is %s, so its builder must be %s'
+                             % (row.name, what, needed, 'given' if needed else 'None'))
+    modes.register(row)
+    if one_graph:
+        ONE_GRAPH[row.name] = one_graph
+    if graph_per_worker:
+        GRAPH_PER_WORKER[row.name] = graph_per_worker
 
 
 def make_all_reduce(replication_config, topology):
