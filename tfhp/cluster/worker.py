@@ -2,7 +2,7 @@
 
 It builds its graph (`benchmark.build` on a `Topology.between_graph`) with the job's control ops
 (`tfhp.cluster.control`) and its progress counter in the step, waits for its essential peers,
-starts a `sessions.TaskSession` (the chief initialises or restores from --train_dir, and writes
+starts a `task_session.TaskSession` (the chief initialises or restores from --train_dir, and writes
 checkpoints and summaries), checks that the ps tasks can reach it (a restarted worker), warms up
 its staging areas and steps: every step's phase bounded by the watchdog, a failed one ending the
 task with the peers to blame named.
@@ -19,6 +19,7 @@ computed from them), the global step rate it saw, and its counts (dropped late g
 staleness) split into its timed steps' and its warm-up's.
 """
 import collections
+import itertools
 import signal
 import time
 
@@ -36,8 +37,9 @@ from tfhp.cluster import agreement
 from tfhp.cluster import control
 from tfhp.cluster import errors
 from tfhp.cluster import liveness
+from tfhp.cluster import progress as progress_lib
 from tfhp.cluster import servers
-from tfhp.cluster import sessions
+from tfhp.cluster import task_session
 from tfhp.cluster import signals
 from tfhp.cluster import task as task_lib
 from tfhp.cluster import watchdog
@@ -206,12 +208,12 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     session_start = time.time()
     with built.graph.as_default():
         try:
-            sess = sessions.TaskSession(
-                task.server.target, sessions.session_config(proto, filters), built.saver,
+            sess = task_session.TaskSession(
+                task.server.target, task_session.session_config(proto, filters), built.saver,
                 initialise=topology.is_chief or collective,
                 checkpoint_dir=cfg.run.train_dir if topology.is_chief else None, hooks=hooks,
                 timeout_s=cluster.peer_timeout_s)
-        except sessions.NotInitialised:
+        except task_session.NotInitialised:
             raise errors.ClusterError('%s did not initialise the model within %g s'
                                        % (chief, cluster.peer_timeout_s)) from None
     ready_time = time.time()
@@ -246,8 +248,8 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
         log('worker %d: could not tell %s task %d it is done (it waits --peer_timeout_s for '
             'this worker, then ends)' % (index, job, task_index))
     dog.phase('writing the result', None)
-    extra = timed_counts(counts.values(final['counters']),
-                         loop['warmup_counters'])
+    extra = progress_lib.timed_counts(counts.values(final['counters']),
+                                      loop['warmup_counters'])
     extra.update(final_loss=float(final['loss']), variables_checksum=float(final['checksum']),
                  variable_bytes_by_device=graph.placement, session_start_time=session_start,
                  session_ready_time=ready_time)
@@ -266,11 +268,10 @@ def _step_runner(sess, cluster, dog, what):
     options = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
     # The step's own timeout comes first; the watchdog's bound is the backstop.
     bound = cluster.step_timeout_s + cluster.peer_timeout_s
-    count = [0]
+    numbers = itertools.count(1)
 
     def run(fetches):
-        count[0] += 1
-        step = '%s %d' % (what, count[0])
+        step = '%s %d' % (what, next(numbers))
         dog.phase(step, bound)
         try:
             return sess.run(fetches, options=options)
@@ -285,38 +286,6 @@ def _step_runner(sess, cluster, dog, what):
                                            '; ' + blame if blame else ''), lost=named)
         raise errors.PeerLost(step)  # reached only where `fail` returns (a test's)
     return run
-
-
-class _JobProgress:
-    """The job's control values as this worker's steps read them, and when its loop ends.
-
-    Synchronous workers end at the job's end step (and warm up until its timed part starts);
-    asynchronous ones after their own number of steps. Both end early when a task of the job
-    asked to stop: a synchronous worker that sees the stop first moves the end step down
-    (`control.STOP_MARGIN`), an asynchronous one stops after its step.
-    """
-
-    def __init__(self, initial, common_end, move_end, stop, announce):
-        self.step, self.end, self.stopped = (int(v) for v in initial)
-        self._common_end = common_end
-        self._move_end = move_end
-        self._stop = stop
-        self._announce = announce
-
-    def update(self, control_values):
-        """Takes the [global step, end, stop] a step fetched."""
-        first_stop = control_values[2] and not self.stopped
-        self.step, self.end, self.stopped = (int(v) for v in control_values)
-        if first_stop:
-            self._announce(self.stopped, self.step)
-            if self._common_end:
-                self._move_end()
-
-    def more(self, count, limit):
-        """Whether another step runs after `count` steps of a phase of at most `limit`."""
-        if self._common_end:
-            return self.step < self.end and (limit is None or count < limit)
-        return count < limit and not (self.stopped or self._stop.requested)
 
 
 def _handshake(sess, handshake, cluster, dog):
@@ -358,70 +327,37 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
     # Fill this worker's staging areas (its own input pipeline) before the first step.
     for k in range(len(built.ops.warmup_ops)):
         sess.run(built.ops.warmup_ops[:k + 1], options=timeout)
-    progress = _JobProgress(
+    progress = progress_lib.JobProgress(
         sess.run(graph.read_control, options=timeout), by_global_step,
+        run_cfg.num_warmup_batches, run_cfg.num_batches,
         lambda: sess.run(graph.end_after[control.STOP_MARGIN], options=timeout), stop,
         lambda signum, step: log('worker %d: the job is asked to stop (signal %d) at global '
                                  'step %d' % (cluster.task_index, signum, step)))
-    start_step = progress.step
     fetch = [graph.train_op, graph.control]
-    first_step_time = []
-
-    def warm_more(count):
-        return progress.more(count, run_cfg.num_warmup_batches) and not (
-            by_global_step and progress.step >= progress.end - run_cfg.num_batches)
-
-    warm = [0]
-
-    def after_warm_step(value):
-        progress.update(value[1])
-        warm[0] += 1
-        first_step_time[:] = first_step_time or [time.time()]
-        return not warm_more(warm[0])
-
-    if warm_more(0):
+    if progress.warm_more():
         session_lib.run_steps(sess, fetch, run_cfg.num_warmup_batches, built.images_per_step,
                               run=_step_runner(sess, cluster, dog, 'warm-up step'),
-                              on_step=after_warm_step)
+                              on_step=lambda value: progress.after_warm_step(value[1]))
     # The manager's counts so far, so that the result splits them into warm-up and timed.
     warm_counters = counts.values(sess.run(graph.final['counters'], options=timeout))
-    end_times, steps = [], []
-    warm_step = progress.step
-    limit = None if by_global_step else run_cfg.num_batches
-
-    def after_timed_step(value):
-        progress.update(value[1])
-        end_times.append(time.time())
-        steps.append(progress.step)
-        first_step_time[:] = first_step_time or end_times[-1:]
-        return not progress.more(len(end_times), limit)
 
     def on_interval(index, durations, values):
         log(loops.format_interval(index, durations, values, built.images_per_step,
                                   run_cfg.display_every))
 
-    timed_start = time.time()
     times = None
-    if progress.more(0, limit):
+    if progress.start_timed():
         times = session_lib.run_steps(
-            sess, fetch, limit, built.images_per_step,
+            sess, fetch, progress.timed_limit, built.images_per_step,
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
-            run=_step_runner(sess, cluster, dog, 'step'), on_step=after_timed_step)
-    return {'times': times, 'end_times': end_times, 'global_steps': steps,
-            'timed_start_time': timed_start,
-            'first_step_time': first_step_time[0] if first_step_time else None,
-            'warm_global_step': warm_step, 'start_global_step': start_step,
-            'warmup_steps': warm[0], 'warmup_counters': warm_counters}
-
-
-def timed_counts(end, warm):
-    """A worker's counts split into its timed steps' and its warm-up's (`warmup_<name>`), with
-    the staleness figures of its timed updates (`counts.summary`) where it measures them."""
-    timed = counts.difference(end, warm)
-    split = dict(timed, **{'warmup_' + name: value for name, value in warm.items()
-                           if name != counts.MAX})
-    split.update(counts.summary(timed))
-    return split
+            run=_step_runner(sess, cluster, dog, 'step'),
+            on_step=lambda value: progress.after_timed_step(value[1]))
+    return {'times': times, 'end_times': progress.end_times,
+            'global_steps': progress.global_steps,
+            'timed_start_time': progress.timed_start_time,
+            'first_step_time': progress.first_step_time,
+            'warm_global_step': progress.warm_step, 'start_global_step': progress.start_step,
+            'warmup_steps': progress.warmup_steps, 'warmup_counters': warm_counters}
 
 
 def _result(cfg, built, loop, extra, log):
