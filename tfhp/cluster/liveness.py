@@ -134,6 +134,54 @@ class _Status:
         self.last_error = 'not read yet'
 
 
+class PeerReader:
+    """Reads one peer's published state: a session made once its port accepts connections,
+    remade after the peer went away, never closed (see the module doc).
+
+    Args:
+      target: this task's server target (reads go through its master).
+      peer: the `Peer` to read.
+      read_timeout_s: bound on one read.
+    """
+
+    def __init__(self, target, peer, read_timeout_s):
+        self._target = target
+        self._peer = peer
+        self._read_timeout_s = read_timeout_s
+        self._graph = tf.Graph()
+        with self._graph.as_default():
+            device = cpu_device(peer.job, peer.index)
+            self._read = (
+                tf.raw_ops.ReadVariableOp(resource=_handle(INFO, tf.string, device),
+                                          dtype=tf.string),
+                tf.raw_ops.ReadVariableOp(resource=_handle(PROGRESS, tf.int64, device),
+                                          dtype=tf.int64))
+        self._config = tf.ConfigProto(
+            device_filters=['/job:%s/task:%d' % (peer.job, peer.index)])
+        self._options = tf.RunOptions(timeout_in_ms=int(read_timeout_s * 1000))
+        self._sess = None
+
+    def read(self):
+        """Reads the peer once; returns the outcome as `PeerWatch.record`'s keywords."""
+        if self._sess is None and not port_open(self._peer.address):
+            return {'error': 'connection refused'}
+        if self._sess is None:
+            self._sess = tf.Session(self._target, graph=self._graph, config=self._config)
+        try:
+            info, progress = self._sess.run(self._read, options=self._options)
+            return {'info': info.decode(), 'progress': int(progress)}
+        except tf.errors.DeadlineExceededError:
+            return {'error': 'no answer within %g s' % self._read_timeout_s}
+        except (tf.errors.FailedPreconditionError, tf.errors.NotFoundError):
+            # The runtime answers but the task has not published yet: starting.
+            return {'answered': True, 'error': 'starting'}
+        except tf.errors.OpError as e:
+            # Unavailable, Aborted, Cancelled: the peer went away. A new session is made once
+            # its port opens again (a restarted task); this one is abandoned.
+            self._sess = None
+            return {'error': errors.cause(e.message, type(e).__name__)}
+
+
 def steady_interval(peer_timeout_s):
     """Seconds between reads of a peer while a job runs: four reads per --peer_timeout_s,
     between 0.5 and 5 s."""
@@ -148,17 +196,21 @@ class PeerWatch:
       peers: `Peer`s to watch.
       interval_s: seconds between reads of one peer.
       read_timeout_s: bound on one read.
+      clock: the monotonic clock that silences are measured on.
+      start: whether pollers read the peers; without them the caller `record`s reads (a test).
     """
 
-    def __init__(self, target, peers, interval_s=0.5, read_timeout_s=2.0):
+    def __init__(self, target, peers, interval_s=0.5, read_timeout_s=2.0,
+                 clock=time.monotonic, start=True):
         self._target = target
         self._interval_s = interval_s
         self._read_timeout_ms = int(read_timeout_s * 1000)
+        self._clock = clock
         self._lock = threading.Lock()
         self._stopped = threading.Event()
-        now = time.monotonic()
+        now = clock()
         self._status = {peer: _Status(now) for peer in peers}
-        for peer in peers:
+        for peer in peers if start else ():
             threading.Thread(target=self._poll, args=(peer,), daemon=True,
                              name='peer_watch_%s_%d' % (peer.job, peer.index)).start()
 
@@ -180,40 +232,22 @@ class PeerWatch:
         self._stopped.set()
 
     def _poll(self, peer):
-        graph = tf.Graph()
-        with graph.as_default():
-            device = cpu_device(peer.job, peer.index)
-            read = (tf.raw_ops.ReadVariableOp(resource=_handle(INFO, tf.string, device),
-                                              dtype=tf.string),
-                    tf.raw_ops.ReadVariableOp(resource=_handle(PROGRESS, tf.int64, device),
-                                              dtype=tf.int64))
-        config = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (peer.job, peer.index)])
-        options = tf.RunOptions(timeout_in_ms=self._read_timeout_ms)
-        sess = None
+        reader = PeerReader(self._target, peer, self._read_timeout_ms / 1000.0)
         while not self._stopped.is_set():
-            if sess is None and not port_open(peer.address):
-                self._record(peer, error='connection refused')
-            else:
-                if sess is None:
-                    sess = tf.Session(self._target, graph=graph, config=config)
-                try:
-                    info, progress = sess.run(read, options=options)
-                    self._record(peer, info=info.decode(), progress=int(progress))
-                except tf.errors.DeadlineExceededError:
-                    self._record(peer, error='no answer within %g s' % (
-                        self._read_timeout_ms / 1000.0))
-                except (tf.errors.FailedPreconditionError, tf.errors.NotFoundError):
-                    # The runtime answers but the task has not published yet: starting.
-                    self._record(peer, answered=True, error='starting')
-                except tf.errors.OpError as e:
-                    # Unavailable, Aborted, Cancelled: the peer went away. A new session is made
-                    # once its port opens again (a restarted task); this one is abandoned.
-                    self._record(peer, error=errors.cause(e.message, type(e).__name__))
-                    sess = None
+            self.record(peer, **reader.read())
             self._stopped.wait(self._interval_s)
 
-    def _record(self, peer, info=None, progress=None, answered=False, error=None):
-        now = time.monotonic()
+    def record(self, peer, info=None, progress=None, answered=False, error=None):
+        """Takes one read of the peer (`PeerReader.read`'s outcome, as keywords).
+
+        Args:
+          peer: the `Peer` read.
+          info: its description (JSON text), where the read returned it; it answered.
+          progress: its progress counter, with info.
+          answered: whether its runtime answered without a description (starting).
+          error: what went wrong, in words, or None.
+        """
+        now = self._clock()
         with self._lock:
             status = self._status[peer]
             if info is not None:
@@ -235,7 +269,7 @@ class PeerWatch:
 
     def silence(self, peer):
         """(seconds since the peer last answered, since it last progressed, its last error)."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             status = self._status[peer]
             return now - status.answered_at, now - status.progressed_at, status.last_error

@@ -52,9 +52,12 @@ class Watchdog:
       still_s: an essential peer that answers but made no progress for this long is lost.
       mine: this task's description, to check every peer's against (`agreement.mismatch`);
         None checks nothing.
+      clock: the monotonic clock that phases' deadlines are measured on.
+      start: whether a thread looks every POLL_S; without it the caller calls `check` (a test).
     """
 
-    def __init__(self, task, fail, watch, essential, silent_s, still_s, mine):
+    def __init__(self, task, fail, watch, essential, silent_s, still_s, mine,
+                 clock=time.monotonic, start=True):
         self._task = task
         self._fail = fail
         self._watch = watch
@@ -69,19 +72,21 @@ class Watchdog:
         self._failed = False
         self._ended = threading.Event()  # set once `fail` returned (only a test's does)
         self._checked = set()
-        threading.Thread(target=self._run, name='watchdog', daemon=True).start()
+        self._clock = clock
+        if start:
+            threading.Thread(target=self._run, name='watchdog', daemon=True).start()
 
     def phase(self, what, bound_s, status=EXIT_LOST):
         """Starts a phase of the work that must end within bound_s (None: no bound)."""
         with self._lock:
-            self._phase = (what, bound_s, time.monotonic() + bound_s if bound_s else None,
+            self._phase = (what, bound_s, self._clock() + bound_s if bound_s else None,
                            status)
 
     def stop_by(self, what, bound_s, status):
         """Bounds the rest of the task's work (a stop signal's): it ends within bound_s."""
         with self._lock:
             if self._stop is None:
-                self._stop = (what, bound_s, time.monotonic() + bound_s, status)
+                self._stop = (what, bound_s, self._clock() + bound_s, status)
 
     def last_words(self, callback, bound_s):
         """Calls callback(lost) before ending the task (e.g. telling the ps it failed), with the
@@ -154,28 +159,35 @@ class Watchdog:
     def _run(self):
         while True:
             time.sleep(POLL_S)
-            with self._lock:
-                phases, failed = (self._phase, self._stop), self._failed
-            if failed:
+            if self.check():
                 return
-            for phase in phases:
-                if phase and phase[2] is not None and time.monotonic() > phase[2]:
-                    what, bound_s, _, status = phase
-                    blame = self.culprits()
-                    self.fail('%s did not end within %g s%s' % (
-                        what, bound_s, '; ' + blame if blame else ''), status)
-                    return
-            for peer in self._watch.peers if self._mine else ():
-                info = self._watch.info(peer)
-                if info is not None and (peer, info['incarnation']) not in self._checked:
-                    self._checked.add((peer, info['incarnation']))
-                    why = agreement.mismatch(self._mine, info, peer)
-                    if why:
-                        self.fail(why, EXIT_MISMATCH)
-                        return
-            lost = self._watch.lost(self._essential, self._silent_s, self._still_s,
-                                    answered_only=True)
-            if lost:
-                self.fail('lost %s' % ', '.join('%s: %s' % item for item in lost),
-                          lost=[peer for peer, _ in lost])
-                return
+
+    def check(self):
+        """One look: ends the task if a bound ran out, a peer disagrees or an essential peer is
+        lost (in that order). Returns whether the task is ending (now or before)."""
+        with self._lock:
+            phases, failed = (self._phase, self._stop), self._failed
+        if failed:
+            return True
+        for phase in phases:
+            if phase and phase[2] is not None and self._clock() > phase[2]:
+                what, bound_s, _, status = phase
+                blame = self.culprits()
+                self.fail('%s did not end within %g s%s' % (
+                    what, bound_s, '; ' + blame if blame else ''), status)
+                return True
+        for peer in self._watch.peers if self._mine else ():
+            info = self._watch.info(peer)
+            if info is not None and (peer, info['incarnation']) not in self._checked:
+                self._checked.add((peer, info['incarnation']))
+                why = agreement.mismatch(self._mine, info, peer)
+                if why:
+                    self.fail(why, EXIT_MISMATCH)
+                    return True
+        lost = self._watch.lost(self._essential, self._silent_s, self._still_s,
+                                answered_only=True)
+        if lost:
+            self.fail('lost %s' % ', '.join('%s: %s' % item for item in lost),
+                      lost=[peer for peer, _ in lost])
+            return True
+        return False
