@@ -6,7 +6,7 @@
   worker  a `tf.train.Server` of its own and a graph of its own: a tfhp `Topology` for its
           task, a `ParameterServer` placement (variables on the ps) inside an `AsyncReplicas`
           update (it applies its own gradients, measuring their staleness), the step from
-          `tfhp.step.build_train_step`, and a `tfhp.cluster.sessions.TaskSession` (worker 0
+          `tfhp.step.build_train_step`, and a `tfhp.cluster.task_session.TaskSession` (worker 0
           initialises, the others wait for it, bounded). It trains --steps steps, tells the
           ps it is done and exits.
 
@@ -35,7 +35,7 @@ import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top,wrong-i
 from tfhp import compat
 from tfhp import step as step_lib
 from tfhp import topology as topology_lib
-from tfhp.cluster import sessions
+from tfhp.cluster import task_session
 from tfhp.pipelines import constant
 from tfhp.replication import async_replicas
 from tfhp.replication import parameter_server
@@ -126,9 +126,9 @@ def run_worker(cluster, args):
                       for v in tf.trainable_variables() + [global_step])
         print('variables on %s' % ', '.join(sorted(devices)), flush=True)
         # Worker 0 initialises the variables on the ps; the others wait for it (bounded).
-        config = sessions.session_config(tf.ConfigProto(), ['/job:ps', '/job:worker/task:%d'
+        config = task_session.session_config(tf.ConfigProto(), ['/job:ps', '/job:worker/task:%d'
                                                             % task])
-        sess = sessions.TaskSession(server.target, config, saver=None,
+        sess = task_session.TaskSession(server.target, config, saver=None,
                                     initialise=topology.is_chief, checkpoint_dir=None,
                                     hooks=step_ops.hooks, timeout_s=args.timeout_s)
         options = tf.RunOptions(timeout_in_ms=int(args.timeout_s * 1000))

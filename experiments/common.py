@@ -24,14 +24,14 @@ from absl import app
 
 from experiments import stats
 from tfhp import config as config_lib
-from tfhp import launch
+from tfhp.launcher import local_job
 from tfhp import plots
 from tfhp import sweep
 from tfhp import timing
 from tfhp.config import paths
 from tfhp.data import info as info_lib
 from tfhp.data import synthetic
-from tfhp.profiling import link_traffic
+from tfhp.launcher import link_traffic
 
 run_tfhp = sweep.run_tfhp
 
@@ -42,11 +42,11 @@ ClusterRun = collections.namedtuple('ClusterRun', ['summary', 'results', 'error'
 
 def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=None,
                 ps_link_bandwidth=None):
-    """Runs one job, every task its own process (`tfhp.launch.launch_job`), on loopback or on
+    """Runs one job, every task its own process (`tfhp.launcher.local_job.launch_job`), on loopback or on
     emulated links of the given rates.
 
     On links, every task's NIC counters are also sampled while the job runs
-    (`tfhp.profiling.link_traffic`), and the summary's 'links' gets 'timed': the bytes per
+    (`tfhp.launcher.link_traffic`), and the summary's 'links' gets 'timed': the bytes per
     global step of the chief's timed steps alone, and their bound (None where there is no
     timed window).
     Returns:
@@ -55,7 +55,7 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
     output = io.StringIO()
     sampler = link_traffic.NicSampler() if link_bandwidth else contextlib.nullcontext()
     with sampler:
-        summary, results = launch.launch_job(num_ps, num_workers, list(tfhp_args),
+        summary, results = local_job.launch_job(num_ps, num_workers, list(tfhp_args),
                                              timeout_s=timeout_s, link_bandwidth=link_bandwidth,
                                              ps_link_bandwidth=ps_link_bandwidth, out=output)
     if 'links' in summary:

@@ -26,7 +26,7 @@ from experiments import common
 from experiments import frame
 from experiments import presets
 from experiments import stats
-from tfhp import launch
+from tfhp.launcher import local_job
 from tfhp import plots
 
 FLAGS = flags.FLAGS
@@ -45,7 +45,7 @@ def define_flags():
 
 def run_job(num_ps, num_workers, tfhp_args, controller=False):
     """Runs one job; returns the launcher's summary with status and wall time."""
-    return launch.launch_job(num_ps, num_workers, tfhp_args, controller=controller,
+    return local_job.launch_job(num_ps, num_workers, tfhp_args, controller=controller,
                              out=sys.stderr)[0]
 
 

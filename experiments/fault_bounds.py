@@ -3,7 +3,7 @@
   python -m experiments.fault_bounds [--faults=killed_ps,...] [--peer_timeout_s=5]
       [--step_timeout_s=10] [--result_file=faults.jsonl]
 
-Faults (1 ps + 2 workers started by hand, trivial model at 8x8; `tfhp.cluster.tasks`):
+Faults (1 ps + 2 workers started by hand, trivial model at 8x8; `tfhp.launcher.hand_started`):
   killed_ps_sync, killed_ps_async   SIGKILL the ps while both workers train
   stopped_worker_sync, stopped_worker_async   SIGSTOP worker 1 (its port still accepts)
   sigterm_worker                    SIGTERM worker 1: the whole job stops at a common step
@@ -20,7 +20,7 @@ from absl import app
 from absl import flags
 
 from experiments import common
-from tfhp.cluster import tasks
+from tfhp.launcher import hand_started
 
 FLAGS = flags.FLAGS
 FAULTS = ('killed_ps_sync', 'killed_ps_async', 'stopped_worker_sync', 'stopped_worker_async',
@@ -53,7 +53,7 @@ def measure(fault, peer_s, step_s, directory):
                      '--cross_replica_sync=%s' % str(sync).lower(),
                      '--num_batches=%d' % (300 if fault.startswith(('stopped', 'restarted'))
                                            else 100000)]
-    job = tasks.HandStartedJob(directory, 1, 2, args)
+    job = hand_started.HandStartedJob(directory, 1, 2, args)
     victim, counted = None, [PS, W0, W1]
     try:
         if fault == 'mismatched_batch':

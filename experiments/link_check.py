@@ -1,7 +1,7 @@
-"""How close emulated links (`tfhp.cluster.links`) come to their configured rate, both ways.
+"""How close emulated links (`tfhp.launcher.links`) come to their configured rate, both ways.
 
 For each rate: an EmulatedNetwork of two tasks, both links at that rate, and one TCP stream from
-task a to task b, then from b to a (`tfhp.cluster.link_probe`), --repeats times. Prints one JSON
+task a to task b, then from b to a (`tfhp.launcher.link_probe`), --repeats times. Prints one JSON
 line per rate (appended to --result_file if given): the configured Mbit/s and, per direction,
 the link's measured Mbit/s (frames the tbf passed, every header counted) and the TCP goodput
 (payload; at most 95.6% of the link with 1514-byte frames), each as median [min-max] over the
@@ -19,8 +19,8 @@ from absl import flags
 
 from experiments import stats
 from tfhp import timing
-from tfhp.cluster import link_probe
-from tfhp.cluster import links
+from tfhp.launcher import link_probe
+from tfhp.launcher import links
 
 FLAGS = flags.FLAGS
 

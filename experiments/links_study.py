@@ -1,7 +1,7 @@
 """The trade-offs of distributed training on emulated network links, on one machine.
 
 Every job runs through `tfhp.launch` with each task in a network namespace of its own and a NIC
-shaped by a token bucket both ways (`tfhp.cluster.links`; needs root), so the link, not
+shaped by a token bucket both ways (`tfhp.launcher.links`; needs root), so the link, not
 loopback's memory speed, carries the parameters. Studies (--studies):
   saturation  parameter-server step time vs workers (--workers) with 1, 2, 3 ps tasks
               (--num_ps), at each link rate (--rates), for the dense null model (16 MiB, no
@@ -17,7 +17,7 @@ loopback's memory speed, carries the parameters. Studies (--studies):
               `*`: apart from every gradient awaited without a straggler at the same rate.
 Each job runs --repeats times (seeds --tf_random_seed + r), in rounds over all jobs; figures are
 median [min-max] (experiments/stats.py; `link_jobs.py` defines them). Bytes per step are those
-of the chief's timed steps (`tfhp.profiling.link_traffic`). Prints a table and a conclusion per
+of the chief's timed steps (`tfhp.launcher.link_traffic`). Prints a table and a conclusion per
 study and one JSON line per job (--result_file); --plot draws each study (PATH.png, or
 PATH_<study>.png when several run).
 
@@ -38,7 +38,7 @@ from experiments import link_jobs
 from experiments import links_report
 from experiments import presets
 from tfhp import modes
-from tfhp.cluster import links
+from tfhp.launcher import links
 
 FLAGS = flags.FLAGS
 STUDIES = ('saturation', 'modes', 'precision', 'backup')

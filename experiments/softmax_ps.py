@@ -42,7 +42,7 @@ from experiments import stats
 from tfhp import async_runner
 from tfhp import compat
 from tfhp import config as config_lib
-from tfhp import launch
+from tfhp.launcher import plan
 from tfhp import session as session_lib
 from tfhp import topology as topology_lib
 from tfhp.cluster import servers as servers_lib
@@ -102,7 +102,7 @@ def local_cluster(num_workers, num_ps):
       (the ClusterConfig of worker 0, its server); the other servers live as long as the
       process (TensorFlow cannot stop a server).
     """
-    hosts = ['127.0.0.1:%d' % p for p in launch.free_ports(num_workers + num_ps)]
+    hosts = ['127.0.0.1:%d' % p for p in plan.free_ports(num_workers + num_ps)]
     tasks = [('worker', i) for i in range(num_workers)] + [('ps', i) for i in range(num_ps)]
     configs = [config_lib.ClusterConfig(job_name=job, task_index=index,
                                         worker_hosts=tuple(hosts[:num_workers]),

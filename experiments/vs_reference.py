@@ -16,7 +16,7 @@ default data set even for synthetic data; tfhp's --num_classes=1001) and, for re
 its own defaults for everything else, as a user running either would.
 
 --kernel_steps=N adds, per row, one more untimed run of each program with ONEDNN_VERBOSE=1 and
-the comparison of the oneDNN kernels they executed (tfhp.profiling.kernels): where the two
+the comparison of the oneDNN kernels they executed (tfhp.profiling.onednn_log): where the two
 ran the same problems at the same median times, their step times differ outside the kernels.
 
   python -m experiments.vs_reference --reference=~/benchmarks/scripts/tf_cnn_benchmarks/tf_cnn_benchmarks.py
@@ -34,7 +34,7 @@ from absl import flags
 
 from experiments import common
 from experiments import stats
-from tfhp.profiling import kernels
+from tfhp.profiling import onednn_log
 
 FLAGS = flags.FLAGS
 FIGURES = ('tfhp_images_per_sec', 'reference_images_per_sec', 'ratio')
@@ -152,7 +152,7 @@ def reference_images_per_sec(path, args, timeout_s):
 
 def compare_kernels(row, reference, steps, timeout_s, seed):
     """Runs the row once more per program, `steps` untimed steps with ONEDNN_VERBOSE=1, and
-    compares the oneDNN kernels they executed (`tfhp.profiling.kernels.compare`).
+    compares the oneDNN kernels they executed (`tfhp.profiling.onednn_log.compare`).
 
     Returns:
       {'kernel_ratio': tfhp's summed median time per problem over the reference's, on the
@@ -169,12 +169,12 @@ def compare_kernels(row, reference, steps, timeout_s, seed):
     reference_out, error = _output(command, timeout_s, cwd, env=verbose)
     if error:
         return {'kernel_error': 'reference: %s' % error}
-    runs = [kernels.parse(out.splitlines()) for out in (tfhp_out, reference_out)]
+    runs = [onednn_log.parse(out.splitlines()) for out in (tfhp_out, reference_out)]
     if not all(runs):
         return {'kernel_error': 'no oneDNN executions logged (not a oneDNN build?)'}
-    rows = kernels.compare(*runs)
-    summed = kernels.total(rows)
-    return {'kernel_ratio': kernels.common_ratio(rows), 'kernel_problems': summed.common,
+    rows = onednn_log.compare(*runs)
+    summed = onednn_log.total(rows)
+    return {'kernel_ratio': onednn_log.common_ratio(rows), 'kernel_problems': summed.common,
             'kernel_problems_only_tfhp': summed.only_a,
             'kernel_problems_only_reference': summed.only_b}
 

@@ -147,3 +147,29 @@ def test_the_readme_is_a_front_page():
     assert len(readme.splitlines()) <= 160
     assert "pip install -e '.[cpu]' && tfhp" in readme
     assert "pip install -e '.[cpu,test]' && python -m pytest -q" in readme
+
+
+def _module_map():
+    text = _read('docs/design.md')
+    start = text.index('## Module map')
+    return re.search(r'```\n(.*?)```', text[start:], re.S).group(1)
+
+
+def test_the_module_map_names_every_module():
+    """Each tfhp module is named in design.md's map: by its path, or by its file name on its
+    package's entry."""
+    block = _module_map()
+    entries = re.split(r'\n(?=\S)', block)
+    missing = []
+    for path in sorted(glob.glob(os.path.join(ROOT, 'tfhp', '**', '*.py'), recursive=True)):
+        relpath = os.path.relpath(path, ROOT)
+        package = os.path.dirname(relpath) + '/'
+        name = os.path.basename(relpath)
+        if package == 'tfhp/':
+            found = relpath in block
+        else:
+            entry = next((e for e in entries if e.startswith(package)), '')
+            found = bool(entry) and (name == '__init__.py' or name in entry)
+        if not found:
+            missing.append(relpath)
+    assert not missing, 'docs/design.md\'s module map misses %s' % missing

@@ -1,8 +1,11 @@
 """Import rules: dependencies point down, flags stop at the entry points.
 
-ops -> TensorFlow only; pipelines -> ops; replication -> ops, topology, counts; models -> models;
-library modules never import absl.flags; nothing in tfhp imports experiments; no import
-cycle among tfhp modules.
+Every unit of tfhp (a top-level module, or a subpackage) sits on a floor of LAYERS and imports
+only units on lower floors (or itself): no upward import anywhere, config/, cluster/, the
+launcher and the top level included. The cluster runtime (a task's life) and the launcher (the
+processes around it) never import each other. Within the low floors, ALLOWED narrows further:
+ops -> TensorFlow only; pipelines -> ops; ... Library modules never import absl.flags; nothing
+in tfhp imports experiments; no import cycle among tfhp modules.
 """
 import ast
 import os
@@ -12,6 +15,28 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfhp/trace.py',
                 'tfhp/diagnose.py', 'tfhp/kernels.py'}
+# Floors, bottom first. A new module or subpackage takes its place here (the test says so).
+LAYERS = [
+    # Pure helpers: the mode table, counters, process start-up, timings.
+    ('tfhp', 'tfhp.modes', 'tfhp.counts', 'tfhp.compat', 'tfhp.startup', 'tfhp.timing',
+     'tfhp.loss_scale', 'tfhp.plots'),
+    # Primitives: graph pieces and values that know no strategy.
+    ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
+     'tfhp.results'),
+    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling'),
+    ('tfhp.data', 'tfhp.step'),
+    ('tfhp.config', 'tfhp.async_runner'),
+    ('tfhp.devices', 'tfhp.optimizers', 'tfhp.loops', 'tfhp.launcher'),
+    ('tfhp.evaluation',),
+    ('tfhp.benchmark',),
+    ('tfhp.cluster',),
+    # Entry points.
+    ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace'),
+    ('tfhp.diagnose', 'tfhp.__main__'),
+]
+FLOOR = {unit: floor for floor, units in enumerate(LAYERS) for unit in units}
+# Units that must not import each other although their floors would allow one way.
+APART = [('tfhp.cluster', 'tfhp.launcher')]
 # Package -> tfhp modules it may import (prefixes).
 ALLOWED = {
     'tfhp/ops/': ('tfhp.ops',),
@@ -110,6 +135,27 @@ def _cycles(graph):
         if node not in index:
             visit(node)
     return found
+
+
+def _unit(module):
+    """A module's unit: its subpackage (tfhp.cluster.worker -> tfhp.cluster), or itself."""
+    parts = module.split('.')
+    package = os.path.join(ROOT, *parts[:2])
+    return '.'.join(parts[:2]) if len(parts) > 2 or os.path.isdir(package) else module
+
+
+def test_every_unit_has_a_floor_and_imports_only_below_it():
+    graph = _import_graph()
+    units = {_unit(m) for m in graph}
+    assert not units - set(FLOOR), 'give these a floor in LAYERS: %s' % sorted(units - set(FLOOR))
+    upward = sorted('%s -> %s' % (module, target) for module, targets in graph.items()
+                    for target in targets if _unit(target) != _unit(module) and
+                    FLOOR[_unit(target)] >= FLOOR[_unit(module)])
+    assert not upward, 'imports at or above their own floor: %s' % upward
+    for a, b in APART:
+        crossing = sorted('%s -> %s' % (m, t) for m, targets in graph.items() for t in targets
+                          if {_unit(m), _unit(t)} == {a, b})
+        assert not crossing, '%s and %s must stay apart: %s' % (a, b, crossing)
 
 
 def test_no_import_cycle_among_tfhp_modules():

@@ -237,7 +237,7 @@ def _cluster_config(values, tf_config):
                      ps_hosts=tuple(values.ps_hosts), worker_hosts=tuple(values.worker_hosts),
                      controller_host=values.controller_host)
     else:
-        from tfhp.cluster import tf_config as tf_config_lib  # pylint: disable=g-import-not-at-top
+        from tfhp.config import tf_config as tf_config_lib  # pylint: disable=g-import-not-at-top
         hosts = tf_config_lib.cluster_fields(tf_config)
     try:
         stragglers = tuple(int(w) for w in values.straggler_workers)

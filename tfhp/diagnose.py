@@ -14,7 +14,7 @@ time (`tfhp.plots.stage_breakdown`; needs matplotlib, the extra `tfhp[plots]`).
 
 Cluster mode, `python -m tfhp.diagnose --num_worker_tasks=2 --num_ps_tasks=1
 --link_bandwidth=200mbit <benchmark flags>`: runs the job with every task on an emulated link
-of that rate (`tfhp.launch`, `tfhp.cluster.links`; needs root), the same job on loopback, and
+of that rate (`tfhp.launch`, `tfhp.launcher.links`; needs root), the same job on loopback, and
 one worker's configuration in one process (its compute alone), then prints each one's step
 time, the link exposure, the communication exposure, the bytes each NIC moved per timed step
 with the least time they take at its rate, the ps NIC's W x S / (K x B), and a verdict
@@ -40,16 +40,17 @@ from tfhp import compat
 from tfhp import compression
 from tfhp import config as config_lib
 from tfhp.config import paths
-from tfhp import launch
+from tfhp.launcher import local_job
+from tfhp.launcher import plan
 from tfhp import modes
 from tfhp import plots
-from tfhp.cluster import links as links_lib
+from tfhp.launcher import links as links_lib
 from tfhp.data import info as data_info
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 from tfhp.profiling import capture
 from tfhp.profiling import link_bound
-from tfhp.profiling import link_traffic
+from tfhp.launcher import link_traffic
 
 flags.DEFINE_string('plot', None, 'Also draw the report (stage breakdown, step times) as this '
                     'PNG; needs matplotlib: pip install -e \'.[plots]\'.')
@@ -144,7 +145,7 @@ def diagnose(cfg, log=print):
 
 # Flags the diagnosed job's tasks do not get: the launcher sets the first, and diagnose runs
 # measure only (no checkpoints, summaries, traces or result files).
-_NOT_FOR_TASKS = set(launch._OWN_FLAGS) | {  # pylint: disable=protected-access
+_NOT_FOR_TASKS = set(plan.OWN_FLAGS) | {
     'train_dir', 'save_model_steps', 'save_model_secs', 'save_summaries_steps', 'trace_file',
     'trace_step', 'trace_memory'}
 
@@ -189,7 +190,7 @@ def _run_job(num_ps, num_workers, args, timeout_s, link_bandwidth=None, ps_link_
     output = io.StringIO()
     sampler = link_traffic.NicSampler() if link_bandwidth else contextlib.nullcontext()
     with sampler:
-        summary, results = launch.launch_job(num_ps, num_workers, args, timeout_s=timeout_s,
+        summary, results = local_job.launch_job(num_ps, num_workers, args, timeout_s=timeout_s,
                                              link_bandwidth=link_bandwidth,
                                              ps_link_bandwidth=ps_link_bandwidth, out=output)
     chief = results.get(('worker', 0))

@@ -3,7 +3,7 @@
 LOG is the standard output of a run started with ONEDNN_VERBOSE=1 (tfhp's, or any TensorFlow
 program's). With one log: time per primitive kind, implementation and propagation kind. With
 two: the problems both runs executed, side by side by median time per execution, and those
-only one of them ran (see tfhp.profiling.kernels; docs/profiling.md#onednn-kernels).
+only one of them ran (see tfhp.profiling.onednn_log; docs/profiling.md#onednn-kernels).
 
   ONEDNN_VERBOSE=1 python -m tfhp --model=resnet50 --batch_size=8 --num_batches=10 > tfhp.log
   python -m tfhp.kernels tfhp.log reference.log
@@ -14,7 +14,7 @@ import sys
 from absl import app
 from absl import flags
 
-from tfhp.profiling import kernels
+from tfhp.profiling import onednn_log
 
 flags.DEFINE_list('names', ['tfhp', 'reference'], 'What to call the two logs in the table.')
 flags.DEFINE_boolean('json', False, 'Print the figures as one JSON object instead.')
@@ -30,21 +30,21 @@ def main(argv):
               file=sys.stderr)
         return 2
     try:
-        runs = [kernels.read(path) for path in argv[1:]]
+        runs = [onednn_log.read(path) for path in argv[1:]]
     except (OSError, ValueError) as e:
         print('tfhp.kernels: error: %s' % e, file=sys.stderr)
         return 2
     if len(runs) == 1:
-        groups = kernels.summarize(runs[0])
+        groups = onednn_log.summarize(runs[0])
         print(json.dumps({'groups': [g._asdict() for g in groups]}) if FLAGS.json
-              else kernels.format_summary(groups))
+              else onednn_log.format_summary(groups))
         return 0
-    rows = kernels.compare(*runs)
+    rows = onednn_log.compare(*runs)
     if FLAGS.json:
         print(json.dumps({'names': FLAGS.names, 'rows': [r._asdict() for r in rows],
-                          'common_ratio': kernels.common_ratio(rows)}))
+                          'common_ratio': onednn_log.common_ratio(rows)}))
     else:
-        print(kernels.format_comparison(rows, *FLAGS.names))
+        print(onednn_log.format_comparison(rows, *FLAGS.names))
     return 0
 
 

@@ -8,7 +8,7 @@ from tests import testing
 from tfhp import cli
 from tfhp import config as config_lib
 from tfhp.cluster import task
-from tfhp.cluster import tf_config
+from tfhp.config import tf_config
 
 HOSTS = {'ps_hosts': ('127.0.0.1:2000',), 'worker_hosts': ('127.0.0.1:2001', '127.0.0.1:2002')}
 

@@ -18,7 +18,7 @@ import pytest
 from tests.cluster import jobs
 from tests.pipelines import shapes
 from tfhp.cluster import task as task_lib
-from tfhp import launch
+from tfhp.launcher import plan
 from tfhp.data import info as info_lib
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -170,7 +170,7 @@ def test_tasks_started_with_different_settings_are_refused(hand_started, changed
                        '--step_timeout_s=60')
     if changed == 'worker_hosts':
         # Worker 1 is told of a third worker the others do not know.
-        argv = [a + ',127.0.0.1:%d' % launch.free_ports(1)[0]
+        argv = [a + ',127.0.0.1:%d' % plan.free_ports(1)[0]
                 if a.startswith('--worker_hosts=') else a for a in job.commands[('worker', 1)]]
     else:
         argv = job.commands[('worker', 1)] + ['--batch_size=4']
@@ -193,7 +193,7 @@ def test_tasks_started_with_different_settings_are_refused(hand_started, changed
     ({'task': {'type': 'worker', 'index': 2}}, 'TF_CONFIG: task index 2'),
 ])
 def test_tf_config_with_a_bad_task_index_is_refused(tf_config, message):
-    ports = launch.free_ports(3)
+    ports = plan.free_ports(3)
     spec = dict(tf_config, cluster={'ps': ['127.0.0.1:%d' % ports[0]],
                                     'worker': ['127.0.0.1:%d' % p for p in ports[1:]]})
     proc = subprocess.run([sys.executable, '-m', 'tfhp'] + jobs.SMALL, capture_output=True,

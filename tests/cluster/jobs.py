@@ -8,13 +8,13 @@ import subprocess
 import sys
 import time
 
-from tfhp.cluster import tasks
+from tfhp.launcher import hand_started as hand_started_lib
 
-ROOT = tasks.ROOT
+ROOT = hand_started_lib.ROOT
 SMALL = ['--model=trivial', '--image_size=8', '--batch_size=2', '--num_classes=10',
          '--num_warmup_batches=2', '--display_every=1000', '--weight_decay=0']
 JOB_TIMEOUT_S = 240
-end = tasks.end
+end = hand_started_lib.end
 
 
 def launch_job(tmp_path, num_ps, num_workers, *tfhp_args, launcher_args=()):
@@ -35,5 +35,5 @@ def launch_job(tmp_path, num_ps, num_workers, *tfhp_args, launcher_args=()):
 
 
 def hand_started(directory, num_ps, num_workers, args):
-    """A `tasks.HandStartedJob` of the SMALL model with `args`."""
-    return tasks.HandStartedJob(directory, num_ps, num_workers, SMALL + list(args))
+    """A `hand_started_lib.HandStartedJob` of the SMALL model with `args`."""
+    return hand_started_lib.HandStartedJob(directory, num_ps, num_workers, SMALL + list(args))

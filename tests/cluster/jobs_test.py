@@ -11,7 +11,7 @@ import pytest
 
 from tests.cluster import jobs
 from tfhp.cluster import task as task_lib
-from tfhp import launch
+from tfhp.launcher import plan
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 _launch = jobs.launch_job
@@ -142,7 +142,7 @@ def test_a_killed_job_resumes_from_its_last_checkpoint(tmp_path):
 
 
 def test_a_dead_ps_address_is_named_within_the_bounded_wait(tmp_path):
-    ps, worker = launch.free_ports(2)
+    ps, worker = plan.free_ports(2)
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, '-m', 'tfhp', '--job_name=worker', '--task_index=0',

@@ -9,7 +9,7 @@ import pytest
 
 from tests.cluster import jobs
 from tfhp import launch
-from tfhp.cluster import links
+from tfhp.launcher import links
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """The link check's repeats, summarised (the measurement itself needs root: tests/cluster)."""
 from experiments import link_check
-from tfhp.cluster import link_probe
+from tfhp.launcher import link_probe
 
 
 def test_repeats_of_each_direction_are_summarised():

@@ -15,7 +15,7 @@ from experiments import link_jobs
 from experiments import links_report
 from experiments import links_study
 from experiments import stats
-from tfhp.cluster import links
+from tfhp.launcher import links
 
 ROOT = common.REPO_ROOT
 

@@ -6,7 +6,7 @@ import time
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tfhp import launch
+from tfhp.launcher import plan
 from tfhp.ops import barriers
 
 
@@ -30,7 +30,7 @@ def test_a_serving_task_polling_for_tokens_loses_none_sent_from_another_server()
     # The hazard it guards against is a race (a timed-out dequeue taking a token as it
     # arrives), so many tokens arrive at random moments, spaced about as a polling timeout
     # would be (10 ms there lost 3% of them), while the serving side polls.
-    ps_port, worker_port = launch.free_ports(2)
+    ps_port, worker_port = plan.free_ports(2)
     spec = tf.train.ClusterSpec({'ps': ['127.0.0.1:%d' % ps_port],
                                  'worker': ['127.0.0.1:%d' % worker_port]})
     ps = tf.train.Server(spec, job_name='ps', task_index=0)

@@ -12,7 +12,7 @@ import pytest
 from tests import testing
 from tfhp import cli
 from tfhp import diagnose
-from tfhp.cluster import links
+from tfhp.launcher import links
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SMALL = ['--model=trivial', '--image_size=8', '--batch_size=2', '--num_classes=10',

@@ -1,6 +1,6 @@
 """Runs this process's task of a cluster: dispatches to its role (`tfhp.cluster.task`)."""
 from tfhp.cluster import client
-from tfhp.cluster import serve
+from tfhp.cluster import serving_task
 from tfhp.cluster import signals
 from tfhp.cluster import task as task_lib
 from tfhp.cluster import watchdog
@@ -29,7 +29,7 @@ def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
     stop = stop or signals.StopSignals()
     task = (cluster.job_name, cluster.task_index)
     if task in task_lib.serving_tasks(cluster):
-        return serve.serve(cfg, log, stop, fail)
+        return serving_task.serve(cfg, log, stop, fail)
     if cluster.mode.one_graph:
         return client.run(cfg, log, stop, fail)
     return worker.run(cfg, log, stop, fail)

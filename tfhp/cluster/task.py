@@ -1,7 +1,7 @@
 """One task of a multi-process job: what every role shares, and which role this task plays.
 
 Roles (`ClusterConfig.job_name`, `graph_mode`):
-  ps tasks, and in-graph workers other than the client, only serve (`tfhp.cluster.serve`):
+  ps tasks, and in-graph workers other than the client, only serve (`tfhp.cluster.serving_task`):
     they hold variables (or run towers) for others and exit once every task they serve has
     signalled done, failed or was lost, so a job leaves no process behind.
   between-graph workers each build their own graph and train (`tfhp.cluster.worker`).

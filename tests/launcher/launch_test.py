@@ -1,12 +1,13 @@
 """The launcher's pure parts: task command lines, bounds, statuses, and the job's figures."""
 import pytest
 
-from tfhp import launch
-from tfhp.cluster import figures
+from tfhp.launcher import plan
+from tfhp.launcher import supervisor
+from tfhp.launcher import figures
 
 
 def test_task_commands_give_every_task_its_flags(tmp_path):
-    commands = launch.task_commands(2, 3, ['--model=trivial'], str(tmp_path))
+    commands = plan.task_commands(2, 3, ['--model=trivial'], str(tmp_path))
     assert list(commands) == [('ps', 0), ('ps', 1), ('worker', 0), ('worker', 1), ('worker', 2)]
     worker = commands[('worker', 2)]
     assert '--model=trivial' in worker and '--job_name=worker' in worker
@@ -20,7 +21,7 @@ def test_task_commands_give_every_task_its_flags(tmp_path):
 
 def test_task_commands_refuse_flags_the_launcher_sets(tmp_path):
     with pytest.raises(ValueError, match='--task_index is set by the launcher'):
-        launch.task_commands(1, 2, ['--task_index=1'], str(tmp_path))
+        plan.task_commands(1, 2, ['--task_index=1'], str(tmp_path))
 
 
 def _worker(start, ends, images_per_step, **extra):
@@ -90,11 +91,11 @@ def test_one_in_graph_result_is_the_cluster_figure():
 
 
 def test_task_bounds_come_from_the_tfhp_flags():
-    assert launch.task_bounds(['--peer_timeout_s=7', '--step_timeout_s', '30']) == (7.0, 30.0)
-    assert launch.task_bounds([]) == (60.0, 600.0)
+    assert plan.task_bounds(['--peer_timeout_s=7', '--step_timeout_s', '30']) == (7.0, 30.0)
+    assert plan.task_bounds([]) == (60.0, 600.0)
 
 
 def test_exit_statuses_in_words():
-    assert launch.describe_status(-9) == 'killed by SIGKILL'
-    assert launch.describe_status(143) == 'stopped by SIGTERM (exit status 143)'
-    assert launch.describe_status(1) == 'exit status 1'
+    assert supervisor.describe_status(-9) == 'killed by SIGKILL'
+    assert supervisor.describe_status(143) == 'stopped by SIGTERM (exit status 143)'
+    assert supervisor.describe_status(1) == 'exit status 1'

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tfhp.profiling import kernels
+from tfhp.profiling import onednn_log
 
 CONV_1X1 = ('src:f32::blocked:acdb::f0 wei:f32:a:blocked:Acdb64a::f0 dst:f32::blocked:acdb::f0,'
             'attr-scratchpad:user,alg:convolution_direct,mb8_ic64oc256_ih56oh56kh1sh1dh0ph0'
@@ -36,7 +36,7 @@ LOG = [
 
 
 def test_executions_are_read_from_either_form_of_line_and_everything_else_is_skipped():
-    executions = kernels.parse(LOG)
+    executions = onednn_log.parse(LOG)
     assert [(e.kind, e.impl, e.prop, e.ms) for e in executions] == [
         ('convolution', 'brgconv_1x1:avx512_core', 'forward_training', 9.0),
         ('convolution', 'brgconv_1x1:avx512_core', 'forward_training', 2.0),
@@ -50,26 +50,26 @@ def test_executions_are_read_from_either_form_of_line_and_everything_else_is_ski
 
 def test_groups_count_executions_distinct_problems_and_time_costliest_first():
     other = CONV_1X1.replace('oc256', 'oc64')
-    executions = kernels.parse(LOG + [_line('convolution', 'brgconv_1x1:avx512_core',
+    executions = onednn_log.parse(LOG + [_line('convolution', 'brgconv_1x1:avx512_core',
                                             'forward_training', other, 1.0)])
-    conv, reorder = kernels.summarize(executions)
+    conv, reorder = onednn_log.summarize(executions)
     assert (conv.kind, conv.count, conv.problems, conv.total_ms) == ('convolution', 4, 2, 15.0)
     assert (reorder.kind, reorder.count, reorder.problems, reorder.total_ms) == (
         'reorder', 2, 1, 0.75)
-    table = kernels.format_summary([conv, reorder])
+    table = onednn_log.format_summary([conv, reorder])
     assert '95.2%' in table and '4.8%' in table  # 15 and 0.75 of 15.75 ms
 
 
 def test_two_runs_are_compared_by_median_per_problem_and_their_differences_listed():
-    a = kernels.parse(LOG)
+    a = onednn_log.parse(LOG)
     only_b = CONV_1X1.replace('ic64', 'ic128')
-    b = kernels.parse([
+    b = onednn_log.parse([
         _line('convolution', 'brgconv_1x1:avx512_core', 'forward_training', CONV_1X1, 2.0),
         _line('convolution', 'brgconv_1x1:avx512_core', 'forward_training', only_b, 7.0),
         _line('reorder', 'jit:uni', 'undef', REORDER, 0.5),
         # The same problem by another implementation is another kernel.
         _line('convolution', 'jit_1x1:avx512_core', 'forward_training', CONV_1X1, 4.0)])
-    rows = {(r.kind, r.impl): r for r in kernels.compare(a, b)}
+    rows = {(r.kind, r.impl): r for r in onednn_log.compare(a, b)}
     conv = rows['convolution', 'brgconv_1x1:avx512_core']
     # a's median over its three runs of the problem is 3.0 ms: the cold 9 ms does not count.
     assert (conv.common, conv.ms_a, conv.ms_b, conv.only_a, conv.only_b) == (1, 3.0, 2.0, 0, 1)
@@ -77,21 +77,21 @@ def test_two_runs_are_compared_by_median_per_problem_and_their_differences_liste
     assert (reorder.common, reorder.ms_a, reorder.ms_b) == (1, 0.375, 0.5)
     jit = rows['convolution', 'jit_1x1:avx512_core']
     assert (jit.common, jit.ms_b, jit.only_a, jit.only_b) == (0, 0.0, 0, 1)
-    assert kernels.common_ratio(list(rows.values())) == pytest.approx(3.375 / 2.5)
-    assert 'ratio 1.350' in kernels.format_comparison(list(rows.values()), 'tfhp', 'ref')
-    assert kernels.common_ratio([]) is None
+    assert onednn_log.common_ratio(list(rows.values())) == pytest.approx(3.375 / 2.5)
+    assert 'ratio 1.350' in onednn_log.format_comparison(list(rows.values()), 'tfhp', 'ref')
+    assert onednn_log.common_ratio([]) is None
 
 
 def test_a_truncated_line_and_a_log_without_executions_are_named(tmp_path):
     truncated = tmp_path / 'cut.log'
     truncated.write_text(LOG[3] + LOG[4][:-8] + '\n')
     with pytest.raises(ValueError, match='cut.log: line 2: an execution without a time'):
-        kernels.read(str(truncated))
+        onednn_log.read(str(truncated))
     plain = tmp_path / 'plain.log'
     plain.write_text('total images/sec: 7.00\n')
     with pytest.raises(ValueError, match='plain.log: no oneDNN primitive executions.*'
                        'ONEDNN_VERBOSE=1'):
-        kernels.read(str(plain))
+        onednn_log.read(str(plain))
 
 
 def _cli(*args):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tfhp.profiling import link_traffic
+from tfhp.launcher import link_traffic
 
 NET_DEV = """Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed

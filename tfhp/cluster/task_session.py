@@ -86,7 +86,7 @@ class TaskSession:
         for hook in self._hooks:
             args = hook.before_run(context)
             if args is not None and args.options is not None:
-                raise ValueError('tfhp.cluster.sessions: hooks may not set RunOptions (%r)'
+                raise ValueError('tfhp.cluster.task_session: hooks may not set RunOptions (%r)'
                                  % hook)
             requests.append(args)
         hook_fetches = {i: args.fetches for i, args in enumerate(requests) if args is not None}

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tfhp.cluster import link_probe
-from tfhp.cluster import links
+from tfhp.launcher import link_probe
+from tfhp.launcher import links
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Networks of the signal tests get their own prefix, so cleanup_stale(TEST_PREFIX) can touch
@@ -159,7 +159,7 @@ def test_links_carry_their_rate_both_ways_and_close_leaves_nothing(available):
 
 _CREATOR = '''
 import sys, time
-from tfhp.cluster import links
+from tfhp.launcher import links
 with links.exit_on_sigterm(), links.EmulatedNetwork(
         [('ps', 0), ('worker', 0)], 1e8, prefix=%r) as network:
     print(network.name, flush=True)

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from tfhp import launch
+from tfhp.launcher import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -36,7 +36,7 @@ class HandStartedJob:
 
     def __init__(self, directory, num_ps, num_workers, args):
         self.directory = str(directory)
-        self.commands = launch.task_commands(num_ps, num_workers, list(args), self.directory)
+        self.commands = plan.task_commands(num_ps, num_workers, list(args), self.directory)
         self.procs = {}
         self.started = {}
 

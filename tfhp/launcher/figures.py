@@ -2,7 +2,7 @@
 
 Pure Python (the launcher imports no TensorFlow). `cluster_summary` reads the workers' result
 records (`tfhp.results`); `link_report` reads an emulated network's counters
-(`tfhp.cluster.links`).
+(`tfhp.launcher.links`).
 """
 from tfhp import counts
 

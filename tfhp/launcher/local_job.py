@@ -1,0 +1,71 @@
+"""A whole job on this machine: every task its own process, on loopback or on emulated links,
+and the job's summary. Imports no TensorFlow: it starts and watches processes only."""
+import shutil
+import tempfile
+import time
+
+from tfhp.launcher import figures
+from tfhp.launcher import links
+from tfhp.launcher import plan
+from tfhp.launcher import supervisor
+
+
+def _network(tasks, link_bandwidth, ps_link_bandwidth):
+    """The emulated network of the link rates, or None; ValueError names what cannot work."""
+    if not link_bandwidth:
+        return None
+    rate = links.parse_rate(link_bandwidth)
+    ps_rate = links.parse_rate(ps_link_bandwidth) if ps_link_bandwidth else rate
+    links.check_available()
+    links.cleanup_stale()  # namespaces of launchers that were killed
+    return links.EmulatedNetwork(tasks, rate, {t: ps_rate for t in tasks if t[0] == 'ps'})
+
+
+def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
+               controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None):
+    """Runs a whole job on this machine and returns its summary (`cluster_summary`).
+
+    Args:
+      num_ps, num_workers: task counts.
+      tfhp_args: the tfhp flags every task gets.
+      timeout_s, keep_going: see `supervisor.run_job`.
+      controller: also start a controller task (the in-graph client).
+      link_bandwidth: None (loopback), or a tc rate ('1gbit'): every task gets a network
+        namespace and a NIC of that rate (`tfhp.launcher.links`), removed when the job ends.
+      ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
+      out: where task output goes (default: sys.stdout).
+    Returns:
+      (summary, results): the summary (`figures.cluster_summary`), with 'status' (see
+      `supervisor.run_job`), 'wall_time_s', 'exit_codes' and, on links, 'links' (`figures.link_report`); and {(job, index): result dict} of
+      every worker (and controller) that wrote one.
+    Raises:
+      ValueError: a flag the launcher sets in tfhp_args, a bad rate, or links this machine
+        cannot make (the message is one line naming it).
+    """
+    tasks = plan.task_names(num_ps, num_workers, controller)
+    result_dir = tempfile.mkdtemp(prefix='tfhp_launch_')
+    network = None
+    try:
+        with links.exit_on_sigterm():
+            network = _network(tasks, link_bandwidth, ps_link_bandwidth)
+            hosts = network and {job: network.hosts(job) for job in {j for j, _ in tasks}}
+            commands = plan.task_commands(num_ps, num_workers, tfhp_args, result_dir,
+                                     controller=controller, hosts=hosts)
+            if network:
+                commands = {t: network.command(t, argv) for t, argv in commands.items()}
+            start = time.time()
+            status, launch_times, codes = supervisor.run_job(commands, timeout_s=timeout_s,
+                                                  keep_going=keep_going, out=out,
+                                                  bounds=plan.task_bounds(tfhp_args))
+            results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
+            summary = figures.cluster_summary(results, launch_times)
+            if network:
+                summary['links'] = figures.link_report(network, tasks, results)
+    finally:
+        if network:
+            network.close()
+        shutil.rmtree(result_dir, ignore_errors=True)
+    summary.update(status=status, wall_time_s=time.time() - start, num_ps=num_ps,
+                   num_workers=num_workers, tfhp_args=list(tfhp_args),
+                   exit_codes={figures.task_name(t): c for t, c in codes.items()})
+    return summary, results
