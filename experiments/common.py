@@ -42,8 +42,8 @@ ClusterRun = collections.namedtuple('ClusterRun', ['summary', 'results', 'error'
 
 def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=None,
                 ps_link_bandwidth=None):
-    """Runs one job, every task its own process (`tfhp.launcher.local_job.launch_job`), on loopback or on
-    emulated links of the given rates.
+    """Runs one job, every task its own process (`tfhp.launcher.local_job.launch_job`), on
+    loopback or on emulated links of the given rates.
 
     On links, every task's NIC counters are also sampled while the job runs
     (`tfhp.launcher.link_traffic`), and the summary's 'links' gets 'timed': the bytes per

@@ -17,6 +17,7 @@ token-bucket-shaped NIC, or on loopback) and returns its record:
 import statistics
 
 from experiments import common
+from tfhp import compression
 from tfhp import modes
 from tfhp.profiling import link_bound
 
@@ -38,7 +39,6 @@ PARTITION = '--partition_min_bytes=%d' % (1 << 20)
 FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_ms',
            'timed_comm_bound_ms', 'ps_sent_mb', 'ps_received_mb', 'worker_sent_mb',
            'worker_received_mb', 'vs_turns')
-_SCALES = {'float16': 0.5, 'bfloat16': 0.5}
 
 
 def job_args(model, steps, warmup_steps, extra=()):
@@ -48,6 +48,14 @@ def job_args(model, steps, warmup_steps, extra=()):
     return (MODELS[model] + COMMON_ARGS + ([PARTITION] if ps else []) +
             ['--num_batches=%d' % steps, '--num_warmup_batches=%d' % warmup_steps] +
             list(extra))
+
+
+def _wire_ratio(tfhp_args):
+    """Bytes a gradient element puts on the wire over its float32 bytes, for the flags' scheme."""
+    name = _flag(tfhp_args, 'gradient_compression', compression.NONE)
+    dtype = _flag(tfhp_args, 'gradient_transfer_dtype', 'float32')
+    compressor = compression.get(dtype if dtype != 'float32' else name)
+    return compressor.wire_ratio if compressor else 1.0
 
 
 def _flag(args, name, default):
@@ -68,7 +76,7 @@ def expected(chief, num_ps, num_workers, rates, tfhp_args):
             ps_bytes = [model_bytes / num_ps] * num_ps
     traffic = link_bound.expected_traffic(
         update, num_workers, model_bytes, ps_bytes,
-        _SCALES.get(_flag(tfhp_args, 'gradient_transfer_dtype', 'float32'), 1.0))
+        _wire_ratio(tfhp_args))
     figures = {'model_mb': model_bytes / 1e6}
     if rates:
         figures['bound_ms'] = max(link_bound.bound_ms(traffic, rates)[0].values())

@@ -65,8 +65,9 @@ def _registries():
     from tfhp.models import registry
     from tfhp.ops import allreduce_builder
     from tfhp.ops import allreduce_spec
+    # pylint: disable=protected-access
     return [modes.STRATEGIES, replication.ONE_GRAPH, allreduce_spec.ALGORITHMS,
-            allreduce_builder.BUILDERS, compression._SCHEMES, registry._SPECS]  # pylint: disable=protected-access
+            allreduce_builder.BUILDERS, compression._SCHEMES, registry._SPECS]
 
 
 @pytest.fixture(scope='module')

@@ -39,11 +39,12 @@ from tfhp.cluster import errors
 from tfhp.cluster import liveness
 from tfhp.cluster import progress as progress_lib
 from tfhp.cluster import servers
-from tfhp.cluster import task_session
 from tfhp.cluster import signals
 from tfhp.cluster import task as task_lib
+from tfhp.cluster import task_session
 from tfhp.cluster import watchdog
 from tfhp.data import errors as data_errors
+from tfhp.ops import session_hooks
 from tfhp.replication import collective_workers
 
 # The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
@@ -63,16 +64,6 @@ class _DelayHook(tf.train.SessionRunHook):
 
     def before_run(self, run_context):
         time.sleep(self._delay_s)
-
-
-class _RunOnceHook(tf.train.SessionRunHook):
-    """Runs an op once the session exists (the chief sets the job's end step)."""
-
-    def __init__(self, op):
-        self._op = op
-
-    def after_create_session(self, session, coord):
-        session.run(self._op)
 
 
 def _chief_hooks(cfg, built):
@@ -189,11 +180,12 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     built = graph.built
     hooks = []
     if topology.is_chief and not collective and by_global_step:
-        hooks.append(_RunOnceHook(graph.end_after[warm_and_timed]))  # before the sync hook
+        # Before the sync hook.
+        hooks.append(session_hooks.RunAtStart(graph.end_after[warm_and_timed]))
     hooks += built.ops.hooks
     if collective:
         # After the broadcast hook: every worker starts from the chief's global step.
-        hooks.append(_RunOnceHook(graph.end_after[warm_and_timed]))
+        hooks.append(session_hooks.RunAtStart(graph.end_after[warm_and_timed]))
     if cluster.straggler_delay_s(index, 'before_step'):
         hooks.append(_DelayHook(cluster.straggler_delay_s(index, 'before_step')))
     if topology.is_chief:

@@ -1,7 +1,7 @@
 """The bytes each task of a job on emulated links moves during its timed steps only.
 
-The launcher's link report (`tfhp.launcher.figures.link_report`) reads each NIC's token-bucket counters
-once, after the job: its bytes per step include start-up and shut-down. Measured (null_dense,
+The launcher's link report (`figures.link_report`) reads each NIC's token-bucket counters once,
+after the job: its bytes per step include start-up and shut-down. Measured (null_dense,
 16.8 MB of float32, 1 worker, 1 ps, 1gbit, 3 and 13 steps): the difference of the two jobs is
 17.56 MB each way per step, and each job carries one extra read of every variable (17.5 MB to the
 worker: the final checksum), so over 6 steps the per-step figure is 17% high.
@@ -149,8 +149,8 @@ def _children(pid):
 class NicSampler:
     """Samples the eth0 counters of this process's task children in a thread (module doc).
 
-    Use as a context manager around a job (`tfhp.launcher.local_job.launch_job` runs its tasks as children
-    of the calling process); `samples` holds {(job, index): [(time, sent, received)]}.
+    Use as a context manager around a job (`local_job.launch_job` runs its tasks as children of
+    the calling process); `samples` holds {(job, index): [(time, sent, received)]}.
     """
 
     def __init__(self, interval_s=0.02):

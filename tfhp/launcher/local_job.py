@@ -36,8 +36,9 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       out: where task output goes (default: sys.stdout).
     Returns:
       (summary, results): the summary (`figures.cluster_summary`), with 'status' (see
-      `supervisor.run_job`), 'wall_time_s', 'exit_codes' and, on links, 'links' (`figures.link_report`); and {(job, index): result dict} of
-      every worker (and controller) that wrote one.
+      `supervisor.run_job`), 'wall_time_s', 'exit_codes' and, on links, 'links'
+      (`figures.link_report`); and {(job, index): result dict} of every worker (and
+      controller) that wrote one.
     Raises:
       ValueError: a flag the launcher sets in tfhp_args, a bad rate, or links this machine
         cannot make (the message is one line naming it).

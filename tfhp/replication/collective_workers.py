@@ -26,6 +26,7 @@ import tensorflow.compat.v1 as tf
 
 from tfhp.ops import collective
 from tfhp.ops import scopes
+from tfhp.ops import session_hooks
 from tfhp.ops import staging
 from tfhp.replication import base
 from tfhp.replication import init_flag
@@ -34,16 +35,6 @@ from tfhp.replication import transfer
 
 GROUP_KEY = 1
 GROUP_LEADER = '/job:worker/replica:0/task:0'
-
-
-class _BroadcastHook(tf.train.SessionRunHook):
-    """Takes the chief's variables and refreshes the copies whenever a session is created."""
-
-    def __init__(self, init_op):
-        self._init_op = init_op
-
-    def after_create_session(self, session, coord):
-        session.run(self._init_op)
 
 
 class CollectiveWorkers(base.VariableManager):
@@ -123,4 +114,5 @@ class CollectiveWorkers(base.VariableManager):
             start = self._broadcast_from_chief(self._copies.masters() + [global_step])
         with tf.control_dependencies(start):
             init = started.init_op([self._copies.refresh(self._device)])
-        return base.Update(train_op=train_op, post_init_ops=[], hooks=[_BroadcastHook(init)])
+        return base.Update(train_op=train_op, post_init_ops=[],
+                           hooks=[session_hooks.RunAtStart(init)])

@@ -15,21 +15,12 @@ that op, instead of applying gradients computed on zeros.
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import scopes
+from tfhp.ops import session_hooks
 from tfhp.replication import base
 from tfhp.replication import device_setters
 from tfhp.replication import init_flag
 from tfhp.replication import master_copies
 from tfhp.replication import transfer
-
-
-class _RefreshHook(tf.train.SessionRunHook):
-    """Fills the local copies from the masters whenever a session is (re)created."""
-
-    def __init__(self, refresh_op):
-        self._refresh_op = refresh_op
-
-    def after_create_session(self, session, coord):
-        session.run(self._refresh_op)
 
 
 class DistributedReplicated(base.VariableManager):
@@ -89,4 +80,4 @@ class DistributedReplicated(base.VariableManager):
             train_op = self._copies.refresh(self._worker_device)
         refresh = filled.init_op([self._copies.refresh(self._worker_device)])
         return base.Update(train_op=train_op, post_init_ops=[],
-                           hooks=hooks + [_RefreshHook(refresh)])
+                           hooks=hooks + [session_hooks.RunAtStart(refresh)])
