@@ -56,8 +56,9 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
     sampler = link_traffic.NicSampler() if link_bandwidth else contextlib.nullcontext()
     with sampler:
         summary, results = local_job.launch_job(num_ps, num_workers, list(tfhp_args),
-                                             timeout_s=timeout_s, link_bandwidth=link_bandwidth,
-                                             ps_link_bandwidth=ps_link_bandwidth, out=output)
+                                                timeout_s=timeout_s,
+                                                link_bandwidth=link_bandwidth,
+                                                ps_link_bandwidth=ps_link_bandwidth, out=output)
     if 'links' in summary:
         summary['links']['timed'] = link_traffic.timed_report(
             sampler.samples, summary['links']['tasks'], results.get(('worker', 0), {}))

@@ -46,7 +46,7 @@ def define_flags():
 def run_job(num_ps, num_workers, tfhp_args, controller=False):
     """Runs one job; returns the launcher's summary with status and wall time."""
     return local_job.launch_job(num_ps, num_workers, tfhp_args, controller=controller,
-                             out=sys.stderr)[0]
+                                out=sys.stderr)[0]
 
 
 FIGURES = ('images_per_sec', 'global_steps_per_sec', 'dropped_gradients', 'wall_time_s')

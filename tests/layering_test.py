@@ -14,7 +14,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfhp/trace.py',
-                'tfhp/diagnose.py', 'tfhp/kernels.py'}
+                'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py'}
 # Floors, bottom first. A new module or subpackage takes its place here (the test says so).
 LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
@@ -22,7 +22,7 @@ LAYERS = [
      'tfhp.loss_scale', 'tfhp.plots'),
     # Primitives: graph pieces and values that know no strategy.
     ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
-     'tfhp.results'),
+     'tfhp.results', 'tfhp.emulation'),
     ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling'),
     ('tfhp.data', 'tfhp.step'),
     ('tfhp.config', 'tfhp.async_runner'),
@@ -31,7 +31,7 @@ LAYERS = [
     ('tfhp.benchmark',),
     ('tfhp.cluster',),
     # Entry points.
-    ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace'),
+    ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace', 'tfhp.calibrate'),
     ('tfhp.diagnose', 'tfhp.__main__'),
 ]
 FLOOR = {unit: floor for floor, units in enumerate(LAYERS) for unit in units}

@@ -25,6 +25,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string('model', 'trivial', 'Model name (docs/training.md lists them).')
 flags.DEFINE_integer('batch_size', None, 'Batch size per device; default: the model\'s.')
 flags.DEFINE_integer('image_size', None, 'Square input image size; default: the model\'s.')
+flags.DEFINE_string('emulated_compute', '', 'A compute profile (python -m tfhp.calibrate): build '
+                    'the model\'s variables and wait each layer\'s time instead of computing '
+                    'it, so a job measures the cluster, not the cores.')
 flags.DEFINE_integer('num_classes', 1000, 'Number of classes of synthetic data standing in '
                      'for ImageNet (for CIFAR-10, --data_name=cifar10: 10).')
 flags.DEFINE_enum('data_format', 'NHWC', config_lib.DATA_FORMATS, 'Image layout.')

@@ -191,8 +191,8 @@ def _run_job(num_ps, num_workers, args, timeout_s, link_bandwidth=None, ps_link_
     sampler = link_traffic.NicSampler() if link_bandwidth else contextlib.nullcontext()
     with sampler:
         summary, results = local_job.launch_job(num_ps, num_workers, args, timeout_s=timeout_s,
-                                             link_bandwidth=link_bandwidth,
-                                             ps_link_bandwidth=ps_link_bandwidth, out=output)
+                                                link_bandwidth=link_bandwidth,
+                                                ps_link_bandwidth=ps_link_bandwidth, out=output)
     chief = results.get(('worker', 0))
     if summary['status'] or not chief or not chief.get('num_steps'):
         tail = ' | '.join(output.getvalue().splitlines()[-4:])

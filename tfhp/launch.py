@@ -68,6 +68,11 @@ def _print_summary(summary):
     if summary.get('links', {}).get('global_step_ms'):
         print('[launch] global step %.2f ms; the links take at least %.2f ms of it'
               % (summary['links']['global_step_ms'], summary['links']['comm_bound_ms']))
+    cpu = summary.get('cpu', {})
+    if cpu.get('busy_timed') is not None:
+        print('[launch] cores %d busy %.0f%% during the timed steps, %d tasks%s'
+              % (cpu['cores'], 100 * cpu['busy_timed'], cpu['tasks'],
+                 ': the CPU, not the links, set these steps' if cpu['cpu_bound'] else ''))
     print('[launch] cluster images/sec: %.2f  wall time: %.2f s  status: %d'
           % (summary['cluster_images_per_sec'], summary['wall_time_s'], summary['status']))
 
@@ -77,9 +82,9 @@ def main(argv=None):
     stopped by signal N)."""
     args, tfhp_args = _parse(sys.argv[1:] if argv is None else argv)
     try:
-        summary, _ = local_job.launch_job(args.num_ps, args.num_workers, tfhp_args, args.timeout_s,
-                                args.keep_going, args.controller, args.link_bandwidth,
-                                args.ps_link_bandwidth)
+        summary, _ = local_job.launch_job(args.num_ps, args.num_workers, tfhp_args,
+                                          args.timeout_s, args.keep_going, args.controller,
+                                          args.link_bandwidth, args.ps_link_bandwidth)
     except ValueError as e:
         print('tfhp-launch: error: %s' % e, file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@ import dataclasses
 from typing import Optional
 
 from tfhp.config import errors
+from tfhp.emulation import profile as profile_lib
 
 DATA_FORMATS = ('NHWC', 'NCHW')
 
@@ -18,6 +19,9 @@ class ModelConfig:
       num_classes: output classes (1000 for ImageNet-like synthetic data).
       data_format: 'NHWC' or 'NCHW'.
       fuse_batchnorm: fused batch-norm kernel (True) or composite ops (False).
+      emulated_compute: a compute profile (`tfhp.emulation.profile`, written by
+        `python -m tfhp.calibrate`): the towers build the model's variables and wait each
+        layer's time instead of computing it ('': the real model).
     """
     name: str = 'trivial'
     batch_size: Optional[int] = None
@@ -25,9 +29,29 @@ class ModelConfig:
     num_classes: int = 1000
     data_format: str = 'NHWC'
     fuse_batchnorm: bool = True
+    emulated_compute: str = ''
 
     def __post_init__(self):
         errors.require_positive(self, 'batch_size', 'image_size', optional=True)
         errors.require(self.num_classes > 1, '--num_classes must be at least 2, got %s',
                        self.num_classes)
         errors.require_choice(self, 'data_format', DATA_FORMATS)
+        if self.emulated_compute:
+            profile = self.compute_profile
+            errors.require(profile.model == self.name,
+                           '--emulated_compute=%s profiles --model=%s, not --model=%s',
+                           self.emulated_compute, profile.model, self.name)
+            errors.require(self.batch_size in (None, profile.batch_size),
+                           '--emulated_compute=%s holds the times of batch %d per tower; drop '
+                           '--batch_size=%d (or calibrate that batch)', self.emulated_compute,
+                           profile.batch_size, self.batch_size)
+
+    @property
+    def compute_profile(self):
+        """The `ComputeProfile` of --emulated_compute (None without one)."""
+        if not self.emulated_compute:
+            return None
+        try:
+            return profile_lib.load(self.emulated_compute)
+        except ValueError as e:
+            raise errors.ConfigError('--emulated_compute: %s' % e) from None

@@ -4,6 +4,7 @@ import shutil
 import tempfile
 import time
 
+from tfhp.launcher import cpu_load
 from tfhp.launcher import figures
 from tfhp.launcher import links
 from tfhp.launcher import plan
@@ -55,11 +56,13 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
             if network:
                 commands = {t: network.command(t, argv) for t, argv in commands.items()}
             start = time.time()
-            status, launch_times, codes = supervisor.run_job(commands, timeout_s=timeout_s,
-                                                  keep_going=keep_going, out=out,
-                                                  bounds=plan.task_bounds(tfhp_args))
+            with cpu_load.CpuSampler() as cpu:
+                status, launch_times, codes = supervisor.run_job(
+                    commands, timeout_s=timeout_s, keep_going=keep_going, out=out,
+                    bounds=plan.task_bounds(tfhp_args))
             results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
             summary = figures.cluster_summary(results, launch_times)
+            summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands))
             if network:
                 summary['links'] = figures.link_report(network, tasks, results)
     finally:

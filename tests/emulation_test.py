@@ -1,0 +1,146 @@
+"""Emulated compute: profiles from op times, the emulated model's variables and gradients, the
+config's checks, and the launcher's CPU sampler."""
+import time
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tfhp import benchmark
+from tfhp import calibrate
+from tfhp import config as config_lib
+from tfhp.emulation import model as emulated_model
+from tfhp.emulation import profile as profile_lib
+from tfhp.launcher import cpu_load
+from tfhp.models import registry
+
+V = profile_lib.Variable
+
+
+def test_a_batch_norm_belongs_to_its_layer():
+    assert profile_lib.layer_of('stage1/block0/conv1/batchnorm/beta') == 'stage1/block0/conv1'
+    assert profile_lib.layer_of('conv0/weights') == 'conv0'
+    assert [name for name, _ in profile_lib.group_layers(
+        [V('conv0/weights', (3, 3, 3, 8)), V('conv0/batchnorm/beta', (8,)),
+         V('dense0/weights', (8, 10)), V('dense0/biases', (10,))])] == ['conv0', 'dense0']
+
+
+def test_op_times_go_to_their_layers_and_scale_to_the_step():
+    variables = [V('conv0/weights', (3, 3, 3, 8)), V('conv0/batchnorm/beta', (8,)),
+                 V('conv1/weights', (3, 3, 8, 8)), V('dense0/weights', (8, 10))]
+    ops = {'tower_0/forward/conv0/Conv2D': 1.0,
+           'tower_0/forward/conv0/batchnorm/FusedBatchNormV3': 1.0,
+           'tower_0/forward/conv1/Conv2D': 4.0,
+           'tower_0/forward/add': 1.0,  # no layer's: spread in proportion (2:4:0)
+           'tower_0/backward/gradients/tower_0/forward/conv1/Conv2D_grad/X': 6.0,
+           'tower_0/backward/gradients/tower_0/forward/dense0/MatMul_grad/Y': 2.0,
+           'apply/GradientDescent/update_conv0/weights/Apply': 50.0}  # not compute
+    profile = profile_lib.from_op_times('m', 8, variables, ops, compute_s=0.15, source='test')
+    assert [layer.name for layer in profile.layers] == ['conv0', 'conv1', 'dense0']
+    forward = [layer.forward_s for layer in profile.layers]
+    backward = [layer.backward_s for layer in profile.layers]
+    # 15 units of compute (7 forward, 8 backward) scaled to 0.15 s: 0.01 s per unit.
+    np.testing.assert_allclose(forward, [0.02 + 0.01 / 3, 0.04 + 0.02 / 3, 0.0], atol=1e-9)
+    np.testing.assert_allclose(backward, [0.0, 0.06, 0.02], atol=1e-9)
+    assert profile.compute_s == pytest.approx(0.15)
+    assert profile.gradient_bytes == 4 * (3 * 3 * 3 * 8 + 8 + 3 * 3 * 8 * 8 + 8 * 10)
+    half = profile.scaled(0.075, 'half')
+    assert half.compute_s == pytest.approx(0.075) and half.layers[1].forward_s == pytest.approx(
+        forward[1] / 2)
+
+
+def test_a_profile_round_trips_and_a_bad_file_is_named(tmp_path):
+    profile = profile_lib.ComputeProfile('m', 4, (profile_lib.Layer(
+        'fc', (V('fc/weights', (3, 2)), V('fc/mean', (2,), 'float32', False)), 0.1, 0.2),),
+        'here')
+    path = str(tmp_path / 'p.json')
+    profile.save(path)
+    assert profile_lib.load(path) == profile
+    (tmp_path / 'bad.json').write_text('{"model": 1}')
+    with pytest.raises(ValueError, match='bad.json is not a compute profile'):
+        profile_lib.load(str(tmp_path / 'bad.json'))
+
+
+def _profile(model, data_name, seconds_per_layer):
+    """A profile of `model`'s real variables with the same time for every layer's pass."""
+    cfg = config_lib.BenchmarkConfig(model=config_lib.ModelConfig(name=model, num_classes=10),
+                                     data=config_lib.DataConfig(data_name=data_name))
+    spec = registry.get(model, data_name)
+    variables = calibrate.model_variables(spec, cfg, 2, spec.image_size, 10)
+    layers = tuple(profile_lib.Layer(name, tuple(vs), seconds_per_layer, seconds_per_layer)
+                   for name, vs in profile_lib.group_layers(variables))
+    return profile_lib.ComputeProfile(model, 2, layers, 'test'), variables
+
+
+@pytest.mark.parametrize('model, data_name', [('lenet', None), ('resnet20', 'cifar10')])
+def test_the_emulated_model_has_the_real_variables_and_every_gradient(model, data_name):
+    profile, variables = _profile(model, data_name, 0.0)
+    with tf.Graph().as_default():
+        loss, logits = emulated_model.make_model_fn(profile, 10)(
+            tf.zeros([2, 8, 8, 3]), tf.zeros([2], tf.int32))
+        built = [(v.op.name, tuple(v.shape.as_list())) for v in tf.global_variables()]
+        trainable = tf.trainable_variables()
+        grads = tf.gradients(loss, trainable)
+        assert logits.shape.as_list() == [2, 10]
+        assert built == [(v.name, v.shape) for v in variables]
+        assert len(trainable) == sum(v.trainable for v in variables) and None not in grads
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            values, weights = sess.run([grads, trainable])
+    # Each gradient is its variable's value: the real bytes, no arithmetic.
+    for grad, weight in zip(values, weights):
+        np.testing.assert_array_equal(grad, weight)
+
+
+def test_an_emulated_step_waits_every_layer_forward_and_backward():
+    profile, _ = _profile('lenet', None, 0.01)  # 4 layers: at least 80 ms a step
+    with tf.Graph().as_default():
+        loss, _ = emulated_model.make_model_fn(profile, 10)(tf.zeros([2, 8, 8, 3]),
+                                                            tf.zeros([2], tf.int32))
+        grads = tf.gradients(loss, tf.trainable_variables())
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(grads)
+            start = time.perf_counter()
+            sess.run(grads)
+            elapsed = time.perf_counter() - start
+    assert len(profile.layers) == 4 and elapsed >= 0.08
+
+
+def test_the_config_names_a_profile_of_another_model_or_batch(tmp_path):
+    profile, _ = _profile('lenet', None, 0.001)
+    path = str(tmp_path / 'lenet.json')
+    profile.save(path)
+    assert config_lib.ModelConfig(name='lenet', emulated_compute=path).compute_profile == profile
+    with pytest.raises(config_lib.ConfigError, match='profiles --model=lenet, not --model=vgg11'):
+        config_lib.ModelConfig(name='vgg11', emulated_compute=path)
+    with pytest.raises(config_lib.ConfigError, match='batch 2 per tower; drop --batch_size=8'):
+        config_lib.ModelConfig(name='lenet', batch_size=8, emulated_compute=path)
+    with pytest.raises(config_lib.ConfigError, match='--emulated_compute: .*missing.json'):
+        config_lib.ModelConfig(name='lenet', emulated_compute=str(tmp_path / 'missing.json'))
+
+
+def test_an_emulated_run_counts_the_real_parameters(tmp_path):
+    profile, variables = _profile('lenet', None, 0.001)
+    path = str(tmp_path / 'lenet.json')
+    profile.save(path)
+    cfg = config_lib.BenchmarkConfig(
+        model=config_lib.ModelConfig(name='lenet', num_classes=10, emulated_compute=path),
+        run=config_lib.RunConfig(num_batches=2, num_warmup_batches=1))
+    built = benchmark.build(cfg)
+    assert built.num_params == profile.num_params == sum(
+        int(np.prod(v.shape)) for v in variables if v.trainable)
+    assert built.image_size == benchmark.EMULATED_IMAGE_SIZE and built.batch_size == 2
+
+
+def test_the_cpu_sampler_reads_the_busy_share_of_a_window():
+    assert cpu_load.read_stat('cpu  60 0 30 100 10 0 0 0 0 0\ncpu0 1 2 3 4\n') == (90, 200)
+    sampler = cpu_load.CpuSampler()
+    sampler.samples = [(10.0, 0, 0), (20.0, 900, 1000), (30.0, 1000, 2000)]
+    assert sampler.busy_fraction(10.0, 20.0) == pytest.approx(0.9)
+    assert sampler.busy_fraction(15.0, 25.0) == pytest.approx((950 - 450) / 1000)
+    assert sampler.busy_fraction(20.0, 20.0) is None
+    chief = {'timed_start_time': 10.0, 'end_times': [15.0, 20.0], 'global_steps_per_sec': 2.0}
+    report = cpu_load.report(sampler, chief, 5)
+    assert report['busy_timed'] == pytest.approx(0.9) and report['cpu_bound']
+    assert cpu_load.report(sampler, {}, 5)['busy_timed'] is None
