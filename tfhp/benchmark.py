@@ -30,12 +30,17 @@ from tfhp import topology as topology_lib
 from tfhp import tower
 from tfhp.data import errors as data_errors
 from tfhp.data import info as data_info
+from tfhp.emulation import model as emulated_model
 from tfhp.models import registry
 from tfhp.ops import record_input
 from tfhp.pipelines import input_only
 from tfhp.pipelines import preprocessing
 from tfhp.profiling import graphs
 from tfhp.profiling import summaries
+
+
+# Images of an emulated run: its model reads one element of them.
+EMULATED_IMAGE_SIZE = 8
 
 
 def _spec(cfg, data_name):
@@ -48,12 +53,18 @@ def _spec(cfg, data_name):
         raise config_lib.ConfigError('--model: %s%s' % (e, hint)) from None
 
 
+def model_spec(cfg):
+    """The registry's ModelSpec of cfg's model, for cfg's data set."""
+    return _spec(cfg, data_set(cfg).name)
+
+
 def _resolve(cfg, data_name):
     """Checks cfg against the registry (the variant for data set `data_name`) and the
     machine; returns (spec, batch, image, lr)."""
     spec = _spec(cfg, data_name)
     devices.check(cfg.device, cfg.model, cfg.xla)
-    batch_size = cfg.model.batch_size or spec.batch_size
+    profile = cfg.model.compute_profile
+    batch_size = cfg.model.batch_size or (profile.batch_size if profile else spec.batch_size)
     rate = cfg.optimizer.learning_rate or spec.learning_rate
     if cfg.optimizer.resnet_base_lr:
         if not registry.has_resnet_rate(spec):
@@ -63,7 +74,9 @@ def _resolve(cfg, data_name):
         rate = registry.resnet_learning_rate(batch_size, cfg.optimizer.resnet_base_lr)
     if cfg.run.eval:
         batch_size = cfg.evaluation.eval_batch_size or batch_size
-    return spec, batch_size, cfg.model.image_size or spec.image_size, rate
+    # An emulated model reads one element of its images: the smallest synthetic ones do.
+    image_size = EMULATED_IMAGE_SIZE if profile else cfg.model.image_size or spec.image_size
+    return spec, batch_size, image_size, rate
 
 
 def global_batch_size(cfg, data_name):
@@ -169,11 +182,15 @@ def build(cfg, topology=None, finalize=True):
                                                     topology, cfg.cluster, cfg.staleness)
         delay_s = (cfg.cluster.straggler_delay_s(topology.task_index, 'compute')
                    if topology.mode.graph_per_worker else 0.0)
-        model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
-                                       cfg.model.fuse_batchnorm, is_training=cfg.trains,
-                                       dtype=cfg.precision.dtype,
-                                       variable_dtype=cfg.precision.variable_dtype,
-                                       delay_s=delay_s, delay_device=topology.input_device)
+        if cfg.model.emulated_compute:
+            model_fn = emulated_model.make_model_fn(cfg.model.compute_profile, num_classes,
+                                                    delay_s=delay_s)
+        else:
+            model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
+                                           cfg.model.fuse_batchnorm, is_training=cfg.trains,
+                                           dtype=cfg.precision.dtype,
+                                           variable_dtype=cfg.precision.variable_dtype,
+                                           delay_s=delay_s, delay_device=topology.input_device)
         summary_op = replica_train_ops = None
         in_graph_async = topology.in_graph_async
         if cfg.data.input_only:
