@@ -322,7 +322,8 @@ def run(cfg, log=print, topology=None, target=''):
 
 
 def _run_mode(sess, built, cfg, log, evaluator):
-    """Runs cfg's mode on an initialised session; returns (StepTimes, extra figures)."""
+    """Runs cfg's mode on an initialised session; returns (StepTimes, {`results.Outcome`
+    field: value})."""
     mode = results.mode(cfg)
     if mode == 'input_only':
         return loops.run_input_only(sess, built.ops, cfg.run)
@@ -339,20 +340,20 @@ def _run_mode(sess, built, cfg, log, evaluator):
 
 
 def _counters(sess, built, log):
-    """The figures the manager and the input pipeline counted during the run."""
-    extra = {}
+    """What the manager (`results.Counters`) and the input pipeline (the corrupt records it
+    skipped, or None) counted during the run."""
     counters = built.manager.counters()
-    if counters:
-        extra.update(counts.values(sess.run(counters)))
-    if counts.COUNT in extra:
-        extra.update(counts.summary(extra))
-        log('gradient staleness: mean %.2f, max %d over %d updates; %d dropped' % tuple(
-            extra[k] for k in ('staleness_mean', 'staleness_max', 'staleness_count',
-                               'stale_gradients_dropped')))
+    values = counts.values(sess.run(counters)) if counters else {}
+    counted = results.Counters(**dict(values, **counts.summary(values)))
+    if counted.staleness_count is not None:
+        log('gradient staleness: mean %.2f, max %d over %d updates; %d dropped' % (
+            counted.staleness_mean, counted.staleness_max, counted.staleness_count,
+            counted.stale_gradients_dropped))
+    skipped = None
     if built.skipped_records is not None:
-        extra['skipped_records'] = int(sess.run(built.skipped_records))
-        log('Skipped corrupt records: %d' % extra['skipped_records'])
-    return extra
+        skipped = int(sess.run(built.skipped_records))
+        log('Skipped corrupt records: %d' % skipped)
+    return counted, skipped
 
 
 def _run_local(cfg, log, topology, target):
@@ -378,13 +379,15 @@ def _run_local(cfg, log, topology, target):
                                          % cfg.run.train_dir)
         # After a restore too: it fills tower 0's copies only, and staged reads need priming.
         sess.run(built.post_init_ops)
-        times, extra = _run_mode(sess, built, cfg, log, evaluator)
-        extra.update(_counters(sess, built, log))
-    return _result(cfg, built, times, extra, log)
+        times, outcome = _run_mode(sess, built, cfg, log, evaluator)
+        counters, skipped = _counters(sess, built, log)
+    return _result(cfg, built, times,
+                   results.Outcome(skipped_records=skipped, **outcome), counters, log)
 
 
-def _result(cfg, built, times, extra, log):
-    """Logs the figures and returns the result record (appended to --result_file, if set)."""
-    result = results.record(cfg, built, times, extra)
+def _result(cfg, built, times, outcome, counters, log):
+    """Logs the figures and returns the result record's JSON form (appended to
+    --result_file, if set)."""
+    result = results.record(cfg, built, times, outcome=outcome, counters=counters)
     results.log_figures(result, log)
     return results.write(cfg, result)

@@ -240,14 +240,9 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
         log('worker %d: could not tell %s task %d it is done (it waits --peer_timeout_s for '
             'this worker, then ends)' % (index, job, task_index))
     dog.phase('writing the result', None)
-    extra = progress_lib.timed_counts(counts.values(final['counters']),
-                                      loop['warmup_counters'])
-    extra.update(final_loss=float(final['loss']), variables_checksum=float(final['checksum']),
-                 variable_bytes_by_device=graph.placement, session_start_time=session_start,
-                 session_ready_time=ready_time)
-    if stop.requested:
-        extra['stopped_by'] = stop.signum
-    return _result(cfg, built, loop, extra, log)
+    return _result(cfg, built, loop, final, log, variable_bytes_by_device=graph.placement,
+                   session_start_time=session_start, session_ready_time=ready_time,
+                   stopped_by=stop.signum)
 
 
 def _step_runner(sess, cluster, dog, what):
@@ -352,30 +347,46 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
             'warmup_steps': progress.warmup_steps, 'warmup_counters': warm_counters}
 
 
-def _result(cfg, built, loop, extra, log):
-    """The worker's result record (`tfhp.results`): its timed steps, its counts split into
-    warm-up and timed, and the times the launcher's job figures need."""
-    cluster, times = cfg.cluster, loop['times']
-    extra = dict(extra, warmup_steps=loop['warmup_steps'],
-                 images=times.num_steps * built.images_per_step if times else 0,
-                 dropped_images=extra.get('dropped_gradients', 0) * built.images_per_step,
-                 warmup_dropped_images=(extra.get('warmup_dropped_gradients', 0) *
-                                        built.images_per_step),
-                 **{k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
-                                         'first_step_time', 'start_global_step')})
+def _result(cfg, built, loop, final, log, **session):
+    """The worker's result record's JSON form (`tfhp.results`): its timed steps, its counts
+    split into warm-up and timed, and the times the launcher's job figures need.
+
+    Args:
+      cfg, built: the worker's config and graph.
+      loop: what `_train_loop` returned.
+      final: the values of the graph's final fetch (loss, checksum, counters).
+      log: called with each line to print.
+      **session: the `results.Worker` fields the session gave (start and ready times,
+        variable placement, the stop signal).
+    """
+    cluster, times, per_step = cfg.cluster, loop['times'], built.images_per_step
+    split = progress_lib.timed_counts(counts.values(final['counters']),
+                                      loop['warmup_counters'])
+    warmup_counters = results.take(results.Counters, split, 'warmup_') or results.Counters()
+    counters = results.Counters(**split)
     if times:
         span = loop['end_times'][-1] - loop['timed_start_time']
-        extra.update(global_step=loop['global_steps'][-1], global_steps_per_sec=(
-            (loop['global_steps'][-1] - loop['warm_global_step']) / span if span > 0 else 0.0))
+        global_step = loop['global_steps'][-1]
+        rate = (global_step - loop['warm_global_step']) / span if span > 0 else 0.0
     else:
-        extra.update(global_step=loop['warm_global_step'], global_steps_per_sec=0.0)
-    result = results.record(cfg, built, times, extra)
+        global_step, rate = loop['warm_global_step'], 0.0
+    worker = results.Worker(
+        warmup_steps=loop['warmup_steps'], images=times.num_steps * per_step if times else 0,
+        dropped_images=(counters.dropped_gradients or 0) * per_step,
+        warmup_dropped_images=(warmup_counters.dropped_gradients or 0) * per_step,
+        global_steps_per_sec=rate, variables_checksum=float(final['checksum']),
+        **{k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
+                                'first_step_time', 'start_global_step')}, **session)
+    result = results.record(
+        cfg, built, times,
+        outcome=results.Outcome(final_loss=float(final['loss']), global_step=global_step),
+        counters=counters, warmup_counters=warmup_counters, worker=worker)
     if times:
         log('worker %d: %d timed steps, images/sec: %.2f, global steps/sec: %.2f, dropped '
             'gradients: %d timed, %d in %d warm-up steps'
-            % (cluster.task_index, times.num_steps, times.images_per_sec,
-               result['global_steps_per_sec'], result.get('dropped_gradients', 0),
-               result.get('warmup_dropped_gradients', 0), loop['warmup_steps']))
+            % (cluster.task_index, times.num_steps, times.images_per_sec, rate,
+               counters.dropped_gradients or 0, warmup_counters.dropped_gradients or 0,
+               loop['warmup_steps']))
     else:
         log('worker %d: the job ended before this worker took a timed step'
             % cluster.task_index)
