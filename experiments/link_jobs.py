@@ -19,6 +19,7 @@ import statistics
 from experiments import common
 from tfhp import compression
 from tfhp import modes
+from tfhp.emulation import profile as profile_lib
 from tfhp.profiling import link_bound
 
 # Model name -> its tfhp flags. null_dense: one 16 MiB float32 vector and no compute, the pure
@@ -31,6 +32,17 @@ MODELS = {
     'trivial': ['--model=trivial', '--image_size=8', '--batch_size=2', '--num_classes=10',
                 '--weight_decay=0'],
 }
+
+
+def add_emulated(path):
+    """Adds a compute profile's emulated model to MODELS (its name: '<model>@emulated');
+    returns the name."""
+    profile = profile_lib.load(path)
+    name = profile.model + '@emulated'
+    MODELS[name] = profile.tfhp_args(path)
+    return name
+
+
 # Every job bounds its waits generously: nine processes importing TensorFlow on 2 busy cores
 # took 69 s to their sessions. Parameter-server jobs also split variables of 1 MiB and more
 # over the ps tasks (PARTITION), so that K ps tasks share the one big vector.

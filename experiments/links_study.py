@@ -47,8 +47,11 @@ STUDIES = ('saturation', 'modes', 'precision', 'backup')
 def define_flags():
     """Defines the study's own flags (only when run as a script, so tests can import it)."""
     flags.DEFINE_list('studies', list(STUDIES), 'Studies to run: %s.' % ', '.join(STUDIES))
-    flags.DEFINE_list('models', ['null_dense', 'lenet'], 'saturation: models (%s).'
-                      % ', '.join(link_jobs.MODELS))
+    flags.DEFINE_list('models', ['null_dense', 'lenet'], 'saturation: models (%s, or a '
+                      'profile\'s <model>@emulated).' % ', '.join(link_jobs.MODELS))
+    flags.DEFINE_list('emulated_compute', [], 'Compute profiles (python -m tfhp.calibrate) '
+                      'whose emulated models every study may name as <model>@emulated: any '
+                      'model of the zoo, its compute waited, not run on the shared cores.')
     flags.DEFINE_list('rates', ['300mbit', '1gbit'], 'saturation: link rates (tc units, or '
                       'loopback).')
     flags.DEFINE_list('workers', ['1', '2', '4', '6'], 'saturation: worker counts.')
@@ -156,6 +159,11 @@ def plot_path(path, study, several):
 
 def _check_flags():
     common.check_choices('studies', FLAGS.studies, STUDIES)
+    for path in FLAGS.emulated_compute:
+        try:
+            link_jobs.add_emulated(path)
+        except ValueError as e:
+            raise app.UsageError('--emulated_compute: %s' % e) from None
     common.check_choices('models', FLAGS.models + [FLAGS.modes_model, FLAGS.precision_model,
                                                    FLAGS.backup_model], link_jobs.MODELS)
     common.check_choices('modes', FLAGS.modes, presets.LINKS)

@@ -35,7 +35,8 @@ def test_op_times_go_to_their_layers_and_scale_to_the_step():
            'tower_0/backward/gradients/tower_0/forward/conv1/Conv2D_grad/X': 6.0,
            'tower_0/backward/gradients/tower_0/forward/dense0/MatMul_grad/Y': 2.0,
            'apply/GradientDescent/update_conv0/weights/Apply': 50.0}  # not compute
-    profile = profile_lib.from_op_times('m', 8, variables, ops, compute_s=0.15, source='test')
+    profile = profile_lib.from_op_times('m', 8, variables, ops, compute_s=0.15, source='test',
+                                        apply_s=0.02)
     assert [layer.name for layer in profile.layers] == ['conv0', 'conv1', 'dense0']
     forward = [layer.forward_s for layer in profile.layers]
     backward = [layer.backward_s for layer in profile.layers]
@@ -47,6 +48,7 @@ def test_op_times_go_to_their_layers_and_scale_to_the_step():
     half = profile.scaled(0.075, 'half')
     assert half.compute_s == pytest.approx(0.075) and half.layers[1].forward_s == pytest.approx(
         forward[1] / 2)
+    assert profile.apply_s == 0.02 and half.apply_s == pytest.approx(0.01)
 
 
 def test_a_profile_round_trips_and_a_bad_file_is_named(tmp_path):
@@ -144,3 +146,12 @@ def test_the_cpu_sampler_reads_the_busy_share_of_a_window():
     report = cpu_load.report(sampler, chief, 5)
     assert report['busy_timed'] == pytest.approx(0.9) and report['cpu_bound']
     assert cpu_load.report(sampler, {}, 5)['busy_timed'] is None
+
+
+def test_oversubscription_is_named_with_its_counts_unless_compute_is_emulated():
+    warning = cpu_load.oversubscription(4, 3, emulated=False, num_cores=2)
+    assert warning.startswith('4 workers and 3 ps tasks share 2 cores: each worker computes '
+                              'about 3.5x slower than alone')
+    assert '--emulated_compute=PROFILE' in warning
+    assert cpu_load.oversubscription(4, 3, emulated=True, num_cores=2) is None
+    assert cpu_load.oversubscription(1, 1, emulated=False, num_cores=2) is None

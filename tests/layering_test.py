@@ -14,7 +14,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfhp/trace.py',
-                'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py'}
+                'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py', 'tfhp/predict.py'}
 # Floors, bottom first. A new module or subpackage takes its place here (the test says so).
 LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
@@ -23,7 +23,7 @@ LAYERS = [
     # Primitives: graph pieces and values that know no strategy.
     ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
      'tfhp.results', 'tfhp.emulation'),
-    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling'),
+    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling', 'tfhp.prediction'),
     ('tfhp.data', 'tfhp.step'),
     ('tfhp.config', 'tfhp.async_runner'),
     ('tfhp.devices', 'tfhp.optimizers', 'tfhp.loops', 'tfhp.launcher'),
@@ -31,7 +31,8 @@ LAYERS = [
     ('tfhp.benchmark',),
     ('tfhp.cluster',),
     # Entry points.
-    ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace', 'tfhp.calibrate'),
+    ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace', 'tfhp.calibrate',
+     'tfhp.predict'),
     ('tfhp.diagnose', 'tfhp.__main__'),
 ]
 FLOOR = {unit: floor for floor, units in enumerate(LAYERS) for unit in units}

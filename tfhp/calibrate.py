@@ -14,6 +14,7 @@ proportions measured here.
 
 Prints one JSON line: the profile's model, batch, compute seconds, images/sec and bytes.
 """
+import dataclasses
 import json
 import statistics
 import sys
@@ -33,6 +34,7 @@ from tfhp import config as config_lib
 from tfhp import session as session_lib
 from tfhp import tower
 from tfhp.emulation import profile as profile_lib
+from tfhp.ops import scopes
 
 flags.DEFINE_string('model', 'trivial', 'Model to profile (docs/training.md lists them).')
 flags.DEFINE_integer('batch_size', None, 'Images per tower; default: the model\'s.')
@@ -82,16 +84,20 @@ def calibrate(cfg, steps, warmup_steps):
         for node in device.node_stats:
             op_seconds[node.node_name] = (op_seconds.get(node.node_name, 0.0) +
                                           node.all_end_rel_micros / 1e6)
+    total = sum(op_seconds.values())
     towers = sum(s for name, s in op_seconds.items() if '/forward/' in name or
                  '/backward/' in name)
-    compute_s = statistics.median(times) * towers / sum(op_seconds.values())
+    update = sum(s for name, s in op_seconds.items() if name.startswith(scopes.APPLY + '/'))
+    step_s = statistics.median(times)
     spec = benchmark.model_spec(cfg)
     variables = model_variables(spec, cfg, built.batch_size, built.image_size,
                                 cfg.model.num_classes)
     return profile_lib.from_op_times(
-        cfg.model.name, built.batch_size, variables, op_seconds, compute_s,
-        'traced on this machine: median of %d steps %.4f s, forward+backward %.0f%% of op time'
-        % (steps, statistics.median(times), 100.0 * towers / sum(op_seconds.values())))
+        cfg.model.name, built.batch_size, variables, op_seconds, step_s * towers / total,
+        'traced on this machine: median of %d steps %.4f s, forward+backward %.1f%% and '
+        'update %.1f%% of op time' % (steps, step_s, 100.0 * towers / total,
+                                       100.0 * update / total),
+        apply_s=step_s * update / total)
 
 
 def main(argv):
@@ -113,6 +119,7 @@ def main(argv):
     except config_lib.ConfigError as e:
         print('tfhp.calibrate: error: %s' % e, file=sys.stderr)
         return 2
+    profile = dataclasses.replace(profile, data_name=FLAGS.data_name)
     if FLAGS.device_images_per_sec:
         profile = profile.scaled(profile.batch_size / FLAGS.device_images_per_sec,
                                  '%s: %g images/sec (published), layers as measured here'

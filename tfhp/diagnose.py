@@ -40,17 +40,18 @@ from tfhp import compat
 from tfhp import compression
 from tfhp import config as config_lib
 from tfhp.config import paths
+from tfhp.data import info as data_info
+from tfhp.launcher import cpu_load
+from tfhp.launcher import link_traffic
+from tfhp.launcher import links as links_lib
 from tfhp.launcher import local_job
 from tfhp.launcher import plan
 from tfhp import modes
 from tfhp import plots
-from tfhp.launcher import links as links_lib
-from tfhp.data import info as data_info
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 from tfhp.profiling import capture
 from tfhp.profiling import link_bound
-from tfhp.launcher import link_traffic
 
 flags.DEFINE_string('plot', None, 'Also draw the report (stage breakdown, step times) as this '
                     'PNG; needs matplotlib: pip install -e \'.[plots]\'.')
@@ -272,12 +273,21 @@ def _main_cluster(values):
     if values.plot:
         raise config_lib.ConfigError('--plot draws the one-process report; it does not apply '
                                      'with --num_worker_tasks')
+    warning = cpu_load.oversubscription(values.num_worker_tasks, values.num_ps_tasks,
+                                        bool(values.emulated_compute))
+    if warning:
+        print('warning: ' + warning)
     compat.enable_graph_mode()  # for the one-process run
     diagnosis, runs = diagnose_cluster(values, values.num_ps_tasks, values.num_worker_tasks,
                                        values.link_bandwidth, values.ps_link_bandwidth,
                                        values.job_timeout_s)
     if not runs['timed_links']:
         print('(no timed window was sampled: the bytes per step include start-up)')
+    busy = runs['shaped'].get('cpu', {}).get('busy_timed')
+    if busy is not None:
+        print('the cores were %.0f%% busy during the shaped job\'s timed steps%s'
+              % (100 * busy, ': the CPU, not the links, set them' if busy >= cpu_load.CPU_BOUND
+                 else ''))
     print(link_bound.format_cluster_diagnosis(diagnosis, labels=(
         'on %s links' % values.link_bandwidth, 'on loopback', 'one process (compute)')))
     return 0

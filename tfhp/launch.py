@@ -20,6 +20,7 @@ import argparse
 import sys
 
 from tfhp import timing
+from tfhp.launcher import cpu_load
 from tfhp.launcher import local_job
 
 
@@ -39,6 +40,9 @@ def _parse(argv):
     parser.add_argument('--link_bandwidth', default=None,
                         help='give every task a network namespace and a NIC of this rate, '
                         'shaped both ways (tc rates: 1gbit, 200mbit; needs root and iproute2)')
+    parser.add_argument('--default_malloc', action='store_true',
+                        help='run the tasks with glibc\'s default malloc settings instead of '
+                        'two arenas and mapped large buffers (a third less memory per task)')
     parser.add_argument('--ps_link_bandwidth', default=None,
                         help='the ps tasks\' NIC rate (default: --link_bandwidth)')
     if '--' in argv:
@@ -81,10 +85,16 @@ def main(argv=None):
     """Runs the job; returns the exit status (0 ok, 1 a task failed, 2 bad arguments, 128 + N
     stopped by signal N)."""
     args, tfhp_args = _parse(sys.argv[1:] if argv is None else argv)
+    warning = cpu_load.oversubscription(
+        args.num_workers, args.num_ps, any(a.startswith('--emulated_compute=') and
+                                           a.split('=', 1)[1] for a in tfhp_args))
+    if warning:
+        print('[launch] warning: ' + warning)
     try:
         summary, _ = local_job.launch_job(args.num_ps, args.num_workers, tfhp_args,
                                           args.timeout_s, args.keep_going, args.controller,
-                                          args.link_bandwidth, args.ps_link_bandwidth)
+                                          args.link_bandwidth, args.ps_link_bandwidth,
+                                          lean_malloc=not args.default_malloc)
     except ValueError as e:
         print('tfhp-launch: error: %s' % e, file=sys.stderr)
         return 2

@@ -84,6 +84,14 @@ def test_job_args_partition_only_parameter_server_variables():
         'trivial', 2, 1, ['--variable_update=collective_all_reduce'])
 
 
+def test_a_profile_adds_its_emulated_model(monkeypatch):
+    monkeypatch.setattr(link_jobs, 'MODELS', dict(link_jobs.MODELS))
+    path = os.path.join(common.REPO_ROOT, 'tests', 'data', 'resnet20_profile.json')
+    assert link_jobs.add_emulated(path) == 'resnet20@emulated'
+    assert link_jobs.job_args('resnet20@emulated', 3, 1)[:3] == [
+        '--emulated_compute=' + path, '--model=resnet20', '--data_name=cifar10']
+
+
 def test_rows_and_plot_paths():
     assert len(links_study.saturation_rows(['trivial'], ['1gbit', 'loopback'], [1, 2], [1, 2, 4],
                                            2, 1)) == 12

@@ -72,11 +72,12 @@ def test_a_link_bound_job_is_blamed_on_the_links_bandwidth():
     assert 'ps 0' in report and '1280.0 ms' in report
 
 
-def test_links_costing_more_than_their_bandwidth_explains_point_at_latency():
+def test_links_costing_more_than_their_bandwidth_explains_never_blame_latency():
     d = link_bound.diagnose_cluster(5000.0, 300.0, 100.0, _measured(),
                                     dict.fromkeys(_measured(), 200e6))
     assert d.model_bound_ms is None and d.turns_ms is None
     assert 'their bandwidth explains 54% of that' in d.verdict    # 2520 of 4700 ms
+    assert 'add no latency' in d.verdict and 'the rest is latency' not in d.verdict
     # Asynchronous steps overlap the directions: only the busier one counts.
     d = link_bound.diagnose_cluster(5000.0, 300.0, 100.0, _measured(),
                                     dict.fromkeys(_measured(), 200e6), synchronous=False)

@@ -80,14 +80,18 @@ def checkpoint_step(train_dir):
     return int(path.rsplit('-', 1)[1]) if path else 0
 
 
-def start(cfg, proto, settings, essential, fail):
-    """Starts this task's server, publishes its state and starts watching every peer.
+def start(cfg, proto, settings, essential, fail, watched=None):
+    """Starts this task's server, publishes its state and starts watching its peers.
 
     Args:
       cfg: the BenchmarkConfig.
       proto: the server's ConfigProto (`server_proto`).
       settings: what this task publishes for agreement (None: it builds no model).
       essential: (job, index) of the peers whose loss ends this task.
+      watched: (job, index) of the peers to watch (published state, agreement, progress);
+        None: every other task. Each watched peer costs a thread and a read of it every
+        interval, so a worker that watched every other task made a job's reads grow with the
+        square of its tasks: 36 tasks on 2 cores never finished starting.
       fail: ends the task (`watchdog.exit_process` from the command line).
     Returns:
       A `Task`.
@@ -100,8 +104,10 @@ def start(cfg, proto, settings, essential, fail):
         control.publish(server.target, liveness.cpu_device(job, index))
     state = liveness.TaskState(server.target, job, index, liveness.describe(
         job, index, me.address, cluster.jobs(), settings))
-    others = servers.peers(cluster, [(j, i) for j, hosts in cluster.jobs().items()
-                                     for i in range(len(hosts)) if (j, i) != (job, index)])
+    if watched is None:
+        watched = [(j, i) for j, hosts in cluster.jobs().items() for i in range(len(hosts))
+                   if (j, i) != (job, index)]
+    others = servers.peers(cluster, sorted(set(watched) | set(essential)))
     watch = liveness.PeerWatch(server.target, others)
     dog = watchdog.Watchdog(str(me), fail, watch, servers.peers(cluster, essential),
                             silent_s=cluster.peer_timeout_s,

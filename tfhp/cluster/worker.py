@@ -144,8 +144,11 @@ def run(cfg, log, stop, fail):
     # Without these peers this worker cannot go on; it also waits for them at the start.
     essential = ps + (others if protocol.all_reduce else [('worker', 0)] if (
         index != 0 and protocol.common_end) else [])
+    # The chief checks every worker's settings; the others check the chief's (agreement is
+    # transitive) and watch what they depend on: reads grow with the workers, not their square.
+    watched = ps + (others if protocol.all_reduce or index == 0 else [('worker', 0)])
     proto = task_lib.server_proto(cfg, protocol.group_leader)
-    task = task_lib.start(cfg, proto, agreement.settings(cfg), essential, fail)
+    task = task_lib.start(cfg, proto, agreement.settings(cfg), essential, fail, watched)
     dog = task.dog
     # A failing worker tells the serving tasks, so they do not wait for it to the bound.
     serving = task_lib.serving_tasks(cluster)

@@ -9,7 +9,7 @@ and the config read profiles without TensorFlow.
 """
 import dataclasses
 import json
-from typing import Tuple
+from typing import Optional, Tuple
 
 _DTYPE_BYTES = {'float32': 4, 'float16': 2, 'bfloat16': 2, 'int64': 8, 'int32': 4}
 
@@ -53,11 +53,22 @@ class ComputeProfile:
       batch_size: images per tower the times are for.
       layers: in forward (creation) order.
       source: where the times come from, e.g. 'traced on <cpu>' or 'k80: 52.0 images/sec'.
+      apply_s: seconds of one update of every variable (the optimizer's apply) where the
+        profile was measured: what a ps spends per update, for the predictor.
+      data_name: the data set the model was profiled for (--data_name: 'cifar10' for the
+        CIFAR-10 nets; None: ImageNet-like).
     """
     model: str
     batch_size: int
     layers: Tuple[Layer, ...]
     source: str = ''
+    apply_s: float = 0.0
+    data_name: Optional[str] = None
+
+    def tfhp_args(self, path):
+        """The tfhp flags of an emulated run of this profile, saved at `path`."""
+        return (['--emulated_compute=' + path, '--model=' + self.model] +
+                (['--data_name=' + self.data_name] if self.data_name else []))
 
     @property
     def forward_s(self):
@@ -92,7 +103,8 @@ class ComputeProfile:
         layers = tuple(dataclasses.replace(layer, forward_s=layer.forward_s * factor,
                                            backward_s=layer.backward_s * factor)
                        for layer in self.layers)
-        return dataclasses.replace(self, layers=layers, source=source)
+        return dataclasses.replace(self, layers=layers, source=source,
+                                   apply_s=self.apply_s * factor)
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=1)
@@ -109,7 +121,8 @@ def from_dict(data):
                                               for v in layer['variables']),
                          layer['forward_s'], layer['backward_s'])
                    for layer in data['layers'])
-    return ComputeProfile(data['model'], data['batch_size'], layers, data.get('source', ''))
+    return ComputeProfile(data['model'], data['batch_size'], layers, data.get('source', ''),
+                          data.get('apply_s', 0.0), data.get('data_name'))
 
 
 def load(path):
@@ -150,7 +163,7 @@ def _layer_in(op_name, names):
     return best
 
 
-def from_op_times(model, batch_size, variables, op_seconds, compute_s, source):
+def from_op_times(model, batch_size, variables, op_seconds, compute_s, source, apply_s=0.0):
     """A profile from one traced step's op times.
 
     Each forward op (`.../forward/<layer>/...`) and backward op (`.../backward/...<layer>/...`)
@@ -164,6 +177,7 @@ def from_op_times(model, batch_size, variables, op_seconds, compute_s, source):
       variables: the model's Variables in creation order (one tower's, without its scope).
       op_seconds: {op name: seconds} of one traced step's ops.
       compute_s: seconds of forward and backward in one untraced step.
+      apply_s: seconds of the update in one untraced step.
     Returns:
       A ComputeProfile.
     """
@@ -188,4 +202,4 @@ def from_op_times(model, batch_size, variables, op_seconds, compute_s, source):
             times[name] += loose[stage] * (times[name] / total if total else 1.0 / len(names))
     layers = tuple(Layer(name, tuple(vs), forward[name], backward[name]) for name, vs in grouped)
     traced = ComputeProfile(model, batch_size, layers, source)
-    return traced.scaled(compute_s, source)
+    return dataclasses.replace(traced.scaled(compute_s, source), apply_s=apply_s)

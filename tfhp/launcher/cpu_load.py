@@ -78,6 +78,19 @@ class CpuSampler:
         return (link_traffic.interpolate(busy, end) - link_traffic.interpolate(busy, begin)) / ticks
 
 
+def oversubscription(num_workers, num_ps, emulated, num_cores=None):
+    """A warning, with the counts, when a job's workers compute on more tasks than there are
+    cores (each worker's compute then runs several times slower than alone: a measurement of
+    the cores, not of the cluster); None when they fit or the compute is emulated."""
+    num_cores = num_cores or cores()
+    if emulated or num_workers + num_ps <= num_cores:
+        return None
+    return ('%d workers and %d ps tasks share %d cores: each worker computes about %.1fx slower '
+            'than alone, so this job measures the cores, not the cluster; emulated compute '
+            '(python -m tfhp.calibrate, then --emulated_compute=PROFILE) measures the cluster'
+            % (num_workers, num_ps, num_cores, (num_workers + num_ps) / float(num_cores)))
+
+
 def report(sampler, chief_result, num_tasks):
     """The summary's 'cpu': cores, tasks, and the busy share of the cores over the chief's timed
     steps ('busy_timed', None without a timed window), with 'cpu_bound' when it is CPU_BOUND or

@@ -23,7 +23,8 @@ def _network(tasks, link_bandwidth, ps_link_bandwidth):
 
 
 def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
-               controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None):
+               controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None,
+               lean_malloc=True):
     """Runs a whole job on this machine and returns its summary (`cluster_summary`).
 
     Args:
@@ -35,6 +36,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
         namespace and a NIC of that rate (`tfhp.launcher.links`), removed when the job ends.
       ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
       out: where task output goes (default: sys.stdout).
+      lean_malloc: the tasks run with `plan.LEAN_MALLOC` (False: glibc's defaults).
     Returns:
       (summary, results): the summary (`figures.cluster_summary`), with 'status' (see
       `supervisor.run_job`), 'wall_time_s', 'exit_codes' and, on links, 'links'
@@ -59,7 +61,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
             with cpu_load.CpuSampler() as cpu:
                 status, launch_times, codes = supervisor.run_job(
                     commands, timeout_s=timeout_s, keep_going=keep_going, out=out,
-                    bounds=plan.task_bounds(tfhp_args))
+                    bounds=plan.task_bounds(tfhp_args), lean_malloc=lean_malloc)
             results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
             summary = figures.cluster_summary(results, launch_times)
             summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands))

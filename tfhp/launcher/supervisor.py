@@ -80,7 +80,8 @@ class _Signals:
                 proc.kill()
 
 
-def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None):
+def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
+            lean_malloc=True):
     """Starts every task, relays its output, and waits for the job to end.
 
     Every wait is bounded by the tasks' own timeouts (`task_bounds`): serving tasks get
@@ -95,6 +96,7 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None):
         goes on without it); the launcher still reports failure at the end.
       out: where task output goes (default: sys.stdout).
       bounds: (peer_timeout_s, step_timeout_s) of the tasks; default: tfhp's defaults.
+      lean_malloc: run the tasks with `plan.LEAN_MALLOC`'s malloc settings.
     Returns:
       (status, launch_times, return_codes): status 0 if every task exited 0, 1 if one did
       not, 128 + N if the launcher got signal N (it then stopped every task).
@@ -104,7 +106,7 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None):
     say = functools.partial(_say, out, lock)
     peer_timeout_s, step_timeout_s = bounds or plan.task_bounds([])
     stop_s = step_timeout_s + 2 * peer_timeout_s + plan.MARGIN_S
-    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    env = plan.task_environment(os.environ, lean_malloc)
     processes, launch_times, pumps = {}, {}, []
     with _Signals() as signals:
         signals.watch(processes)

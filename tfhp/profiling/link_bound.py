@@ -185,8 +185,10 @@ def _verdict(f):
             why = ('the links\' bandwidth is the limit: more ps tasks (the ps NIC carries '
                    'W x S / K), 16-bit gradients or an all-reduce move fewer bytes per NIC')
         else:
-            why = ('their bandwidth explains %.0f%% of that; the rest is latency and round '
-                   'trips (the queues of the shaped links, the synchronous barrier)'
+            # The emulated links shape bandwidth only: no latency can explain the rest.
+            why = ('their bandwidth explains %.0f%% of that; the links add no latency, so the '
+                   'rest is waiting that their bytes bring about (the synchronous barrier, the '
+                   'ps applying the update, the tasks\' gRPC on shared cores)'
                    % (100.0 * share))
         return ('Bottleneck: the network links: they cost %.0f%% of the step (%.0f of %.0f ms, '
                 'against the same job on loopback); %s; %s.' % (
@@ -194,7 +196,8 @@ def _verdict(f):
     if f['communication_exposure'] >= SIGNIFICANT:
         return ('Bottleneck: distribution, not the links\' rate: the step is %.0f%% longer than '
                 'one worker\'s compute alone even on loopback (%.0f%% communication exposure; '
-                'ps round trips, the synchronous barrier and the tasks\' gRPC share the cores), '
+                'the synchronous barrier, the ps\'s update and the tasks\' gRPC on shared '
+                'cores), '
                 'while the links cost only %.0f%% (%s).' % (
                     100.0 * (f['loopback_ms'] / f['one_process_ms'] - 1.0)
                     if f['one_process_ms'] > 0 else 0.0,

@@ -1,0 +1,122 @@
+"""Jobs of emulated workers on emulated links, each beside the predictor's step.
+
+Every row is one job: W workers of a model's compute profile (`--emulated_compute`: the real
+variables, waits for compute), K ps tasks, every NIC at one rate. Its figures: the chief's global
+step, images/sec, the share of the step that is not compute (1 - compute / step: communication,
+the ps's update and the protocol), how busy the cores were in the timed steps (at 90% or more
+the CPU, not the links, set that step), and `tfhp.prediction.step_model`'s step for the same
+setting. The model's protocol floor is measured first, once per worker count: the global step
+of a null_scalar job of W workers and 1 ps on loopback (nothing to move, nothing to compute). With --max_comm_share it answers "how many ps tasks keep communication under X% of
+the step": the smallest K whose every repeat is under it, measured and predicted.
+
+  python -m experiments.emulated_cluster --profile=resnet20.json \\
+      --workers=4 --ps=1,2,3 --rates=500mbit --max_comm_share=0.2 --repeats=3
+"""
+import functools
+
+from absl import flags
+
+from experiments import common
+from experiments import frame
+from tfhp import modes
+from tfhp.emulation import profile as profile_lib
+from tfhp.launcher import links
+from tfhp.prediction import step_model
+
+FLAGS = flags.FLAGS
+FIGURES = ('global_step_ms', 'images_per_sec', 'comm_share', 'cpu_busy', 'predicted_ms')
+TABLE = [('W', 'workers', '%d'), ('K', 'ps', '%d'), ('rate', 'rate', None),
+         ('step ms', 'global_step_ms', '%.1f'), ('predicted', 'predicted_ms', '%.1f'),
+         ('images/s', 'images_per_sec', '%.1f'), ('not compute', 'comm_share', '%.2f'),
+         ('cpu busy', 'cpu_busy', '%.2f')]
+
+
+def predicted_ms(profile, workers, ps, rate, update, protocol_s):
+    """The step model's global step (ms) for a job of this study."""
+    bps = links.parse_rate(rate)
+    cluster = step_model.Cluster(num_workers=workers, num_ps=ps, nic_bps=bps,
+                                 protocol_s=protocol_s)
+    return 1000.0 * step_model.predict(profile, cluster, update, apply_s=profile.apply_s).step_s
+
+
+def protocol_floor_s(workers):
+    """The global step (s) of a null_scalar job of `workers` workers and 1 ps on loopback."""
+    outcome = common.run_cluster(1, workers, [
+        '--model=null_scalar', '--num_batches=100', '--num_warmup_batches=10',
+        '--display_every=1000', '--peer_timeout_s=240'])
+    if outcome.error:
+        raise RuntimeError('null_scalar, W=%d: %s' % (workers, outcome.error))
+    return 1.0 / common.cluster_figures(outcome.summary)['global_steps_per_sec']
+
+
+def measure(profile, floors, workers, ps, rate, seed):
+    """One job; its record."""
+    update = FLAGS.variable_update
+    args = profile.tfhp_args(FLAGS.profile) + [
+        '--num_batches=%d' % FLAGS.steps, '--num_warmup_batches=%d' % FLAGS.warmup_steps,
+        '--tf_random_seed=%d' % seed, '--variable_update=' + update,
+        '--display_every=1000', '--peer_timeout_s=240']
+    if modes.strategy(update).partitions and ps > 1:
+        args.append('--partition_min_bytes=%d' % (1 << 18))
+    outcome = common.run_cluster(ps if modes.strategy(update).uses_ps else 0, workers, args,
+                                 link_bandwidth=rate)
+    if outcome.error:
+        raise RuntimeError('W=%d K=%d %s: %s' % (workers, ps, rate, outcome.error))
+    figures = common.cluster_figures(outcome.summary)
+    step_ms = 1000.0 / figures['global_steps_per_sec']
+    busy = outcome.summary['cpu']['busy_timed']
+    return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
+            'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
+            'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
+            'comm_share': 1.0 - 1000.0 * profile.compute_s / step_ms, 'cpu_busy': busy,
+            'predicted_ms': predicted_ms(profile, workers, ps, rate, update, floors[workers]),
+            'protocol_ms': 1000.0 * floors[workers], 'compute_ms': 1000.0 * profile.compute_s}
+
+
+def smallest_ps(records, share, key):
+    """{(workers, rate): the smallest ps count whose `key` is under `share` (None: none is)}."""
+    answer = {}
+    for r in records:
+        under = r[key]['max'] < share if isinstance(r[key], dict) else r[key] < share
+        best = answer.get((r['workers'], r['rate']))
+        if under and (best is None or r['ps'] < best):
+            answer[(r['workers'], r['rate'])] = r['ps']
+        answer.setdefault((r['workers'], r['rate']), None)
+    return answer
+
+
+def _predicted_share(record, profile):
+    return 1.0 - 1000.0 * profile.compute_s / record['predicted_ms']['median']
+
+
+def study():
+    """Every (workers, ps, rate), --repeats times in rounds; the answer to the question."""
+    profile = profile_lib.load(FLAGS.profile)
+    floors = {int(w): protocol_floor_s(int(w)) for w in FLAGS.workers}
+    rows = [functools.partial(measure, profile, floors, int(w), int(k), rate)
+            for rate in FLAGS.rates for w in FLAGS.workers for k in FLAGS.ps]
+    def finish(records):
+        for r in records:
+            r['predicted_share'] = _predicted_share(r, profile)
+        return records
+    records = frame.run(rows, FIGURES, TABLE, finish=finish)
+    if FLAGS.max_comm_share is not None:
+        measured = smallest_ps(records, FLAGS.max_comm_share, 'comm_share')
+        predicted = smallest_ps(records, FLAGS.max_comm_share, 'predicted_share')
+        for (workers, rate), k in sorted(measured.items()):
+            print('W=%d at %s: smallest ps count with communication under %.0f%% of the step: '
+                  'measured %s, predicted %s' % (workers, rate, 100 * FLAGS.max_comm_share,
+                                                 k or 'none tried', predicted[(workers, rate)]
+                                                 or 'none tried'))
+
+
+if __name__ == '__main__':
+    flags.DEFINE_string('profile', None, 'The compute profile (python -m tfhp.calibrate).')
+    flags.DEFINE_list('workers', ['4'], 'Worker counts.')
+    flags.DEFINE_list('ps', ['1', '2', '3'], 'ps task counts.')
+    flags.DEFINE_list('rates', ['500mbit'], 'NIC rates (tc units).')
+    flags.DEFINE_string('variable_update', modes.DEFAULT_STRATEGY, 'The strategy of every job.')
+    flags.DEFINE_float('max_comm_share', None, 'Answer: the smallest ps count whose share of the '
+                       'step that is not compute stays under this.')
+    flags.mark_flag_as_required('profile')
+    frame.main(study, steps=20, warmup_steps=5)
