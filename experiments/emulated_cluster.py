@@ -6,8 +6,9 @@ step, images/sec, the share of the step that is not compute (1 - compute / step:
 the ps's update and the protocol), how busy the cores were in the timed steps (at 90% or more
 the CPU, not the links, set that step), and `tfhp.prediction.step_model`'s step for the same
 setting. The model's protocol floor is measured first, once per worker count: the global step
-of a null_scalar job of W workers and 1 ps on loopback (nothing to move, nothing to compute). With --max_comm_share it answers "how many ps tasks keep communication under X% of
-the step": the smallest K whose every repeat is under it, measured and predicted.
+of a null_scalar job of W workers and 1 ps on loopback (nothing to move, nothing to compute).
+With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
+the smallest K whose every repeat is under it, measured and predicted.
 
   python -m experiments.emulated_cluster --profile=resnet20.json \\
       --workers=4 --ps=1,2,3 --rates=500mbit --max_comm_share=0.2 --repeats=3

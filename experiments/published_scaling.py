@@ -28,9 +28,6 @@ from experiments import common
 from tfhp.emulation import profile as profile_lib
 from tfhp.prediction import step_model
 
-flags.DEFINE_string('resnet50', None, 'A resnet50 compute profile (its layers).')
-flags.DEFINE_string('inception3', None, 'An inception3 compute profile (its layers).')
-flags.DEFINE_string('result_file', None, 'Append one JSON line per prediction here.')
 FLAGS = flags.FLAGS
 
 PCIE_BPS = 15.75e9 * 8        # S2: one x16 link, each way
@@ -118,4 +115,7 @@ def main(argv):
 
 
 if __name__ == '__main__':
+    flags.DEFINE_string('resnet50', None, 'A resnet50 compute profile (its layers).')
+    flags.DEFINE_string('inception3', None, 'An inception3 compute profile (its layers).')
+    flags.DEFINE_string('result_file', None, 'Append one JSON line per prediction here.')
     app.run(main)

@@ -36,19 +36,24 @@ from tfhp import tower
 from tfhp.emulation import profile as profile_lib
 from tfhp.ops import scopes
 
-flags.DEFINE_string('model', 'trivial', 'Model to profile (docs/training.md lists them).')
-flags.DEFINE_integer('batch_size', None, 'Images per tower; default: the model\'s.')
-flags.DEFINE_integer('image_size', None, 'Square image size; default: the model\'s.')
-flags.DEFINE_string('data_name', None, 'cifar10 for the CIFAR-10 models.')
-flags.DEFINE_integer('num_classes', 1000, 'Classes of the synthetic data.')
-flags.DEFINE_enum('data_format', 'NHWC', config_lib.DATA_FORMATS, 'Layout of the profiled run.')
-flags.DEFINE_integer('steps', 10, 'Untraced steps timed (their median is the step time).')
-flags.DEFINE_integer('warmup_steps', 3, 'Steps run first, untimed.')
-flags.DEFINE_string('output', None, 'Where to write the profile (JSON).')
-flags.DEFINE_float('device_images_per_sec', None, 'Scale the times to this published '
-                   'single-device throughput (images/sec at this batch).')
-flags.DEFINE_string('device_name', '', 'The device of --device_images_per_sec, for the record.')
 FLAGS = flags.FLAGS
+
+
+def _define_flags():
+    """The command's flags, defined only when it runs (tests import this module beside
+    tfhp.cli, whose flags share names with these)."""
+    flags.DEFINE_string('model', 'trivial', 'Model to profile (docs/training.md lists them).')
+    flags.DEFINE_integer('batch_size', None, 'Images per tower; default: the model\'s.')
+    flags.DEFINE_integer('image_size', None, 'Square image size; default: the model\'s.')
+    flags.DEFINE_string('data_name', None, 'cifar10 for the CIFAR-10 models.')
+    flags.DEFINE_integer('num_classes', 1000, 'Classes of the synthetic data.')
+    flags.DEFINE_enum('data_format', 'NHWC', config_lib.DATA_FORMATS, 'Layout of the profiled run.')
+    flags.DEFINE_integer('steps', 10, 'Untraced steps timed (their median is the step time).')
+    flags.DEFINE_integer('warmup_steps', 3, 'Steps run first, untimed.')
+    flags.DEFINE_string('output', None, 'Where to write the profile (JSON).')
+    flags.DEFINE_float('device_images_per_sec', None, 'Scale the times to this published '
+                       'single-device throughput (images/sec at this batch).')
+    flags.DEFINE_string('device_name', '', 'The device of --device_images_per_sec, for the record.')
 
 
 def model_variables(spec, cfg, batch_size, image_size, num_classes):
@@ -134,6 +139,7 @@ def main(argv):
 
 def run_main():
     """Console-script entry point."""
+    _define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
 
 

@@ -19,19 +19,24 @@ from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import links
 from tfhp.prediction import step_model
 
-flags.DEFINE_string('profile', None, 'A compute profile (python -m tfhp.calibrate).')
-flags.DEFINE_list('workers', ['1', '2', '4', '8'], 'Worker counts W.')
-flags.DEFINE_list('ps', ['1'], 'ps task counts K (ignored by all-reduce strategies).')
-flags.DEFINE_list('rates', ['1gbit'], 'NIC rates (tc units: 500mbit, 1gbit, 10gbit).')
-flags.DEFINE_string('ps_rate', None, 'The ps tasks\' NIC rate (default: each rate).')
-flags.DEFINE_enum('variable_update', modes.DEFAULT_STRATEGY, list(modes.STRATEGIES),
-                  'The strategy.')
-flags.DEFINE_integer('towers_per_worker', 1, 'Towers (devices) per worker.')
-flags.DEFINE_string('bus_rate', None, 'Rate between one worker\'s towers (tc units).')
-flags.DEFINE_boolean('cross_replica_sync', True, 'Synchronous steps.')
-flags.DEFINE_float('protocol_ms', 0.0, 'Measured step of a null_scalar job of the same tasks.')
-flags.DEFINE_string('plot', None, 'Draw images/sec against workers here (needs matplotlib).')
 FLAGS = flags.FLAGS
+
+
+def _define_flags():
+    """The command's flags, defined only when it runs (tests import this module beside
+    tfhp.cli, whose flags share names with these)."""
+    flags.DEFINE_string('profile', None, 'A compute profile (python -m tfhp.calibrate).')
+    flags.DEFINE_list('workers', ['1', '2', '4', '8'], 'Worker counts W.')
+    flags.DEFINE_list('ps', ['1'], 'ps task counts K (ignored by all-reduce strategies).')
+    flags.DEFINE_list('rates', ['1gbit'], 'NIC rates (tc units: 500mbit, 1gbit, 10gbit).')
+    flags.DEFINE_string('ps_rate', None, 'The ps tasks\' NIC rate (default: each rate).')
+    flags.DEFINE_enum('variable_update', modes.DEFAULT_STRATEGY, list(modes.STRATEGIES),
+                      'The strategy.')
+    flags.DEFINE_integer('towers_per_worker', 1, 'Towers (devices) per worker.')
+    flags.DEFINE_string('bus_rate', None, 'Rate between one worker\'s towers (tc units).')
+    flags.DEFINE_boolean('cross_replica_sync', True, 'Synchronous steps.')
+    flags.DEFINE_float('protocol_ms', 0.0, 'Measured step of a null_scalar job of the same tasks.')
+    flags.DEFINE_string('plot', None, 'Draw images/sec against workers here (needs matplotlib).')
 
 
 def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=1,
@@ -103,6 +108,7 @@ def plot(records, path, profile):
 
 def run_main():
     """Console-script entry point."""
+    _define_flags()
     app.run(lambda argv: sys.exit(main(argv)))
 
 

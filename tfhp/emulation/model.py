@@ -17,8 +17,10 @@ The chain of waits carries time stamps: each wait passes on the time its layer w
 and a wait that starts less than DISPATCH_S after that counts from it, not from when it started.
 So the ~0.2 ms of dispatching each numpy_function and the ~0.1 ms a sleep overshoots do not add
 up over a model's layers (resnet20's 40 waits lost 13 ms of 172 without it); a later start (the
-layer's weights still on the link) is waited from, as the real layer would compute from it. Batch-norm moving statistics are created
-(they are checkpointed and placed like the real ones) but not updated each step.
+layer's weights still on the link) is waited from, as the real layer would compute from it.
+
+Batch-norm moving statistics are created (they are checkpointed and placed like the real ones)
+but not updated each step.
 """
 import time
 
