@@ -8,7 +8,6 @@ CPU, not by its links or its protocol: the launcher says so in the summary. Impo
 TensorFlow.
 """
 import os
-import threading
 import time
 
 from tfhp.launcher import link_traffic
@@ -33,31 +32,15 @@ def cores():
         return os.cpu_count() or 1
 
 
-class CpuSampler:
+class CpuSampler(link_traffic.PeriodicSampler):
     """Samples /proc/stat every interval_s in a thread; use as a context manager around a job.
 
     `samples` holds [(time, busy ticks, total ticks)] in time order.
     """
 
     def __init__(self, interval_s=0.1):
-        self.interval_s = interval_s
+        super().__init__(interval_s)
         self.samples = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._stop.set()
-        self._thread.join()
-        self.sample()
-
-    def _loop(self):
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval_s)
 
     def sample(self):
         """Reads /proc/stat once (the thread calls this)."""

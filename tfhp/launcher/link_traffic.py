@@ -146,18 +146,12 @@ def _children(pid):
     return children
 
 
-class NicSampler:
-    """Samples the eth0 counters of this process's task children in a thread (module doc).
+class PeriodicSampler:
+    """Calls `sample()` every interval_s in a daemon thread while used as a context manager
+    around a job, and once more as it ends (subclasses say what one sample reads)."""
 
-    Use as a context manager around a job (`local_job.launch_job` runs its tasks as children of
-    the calling process); `samples` holds {(job, index): [(time, sent, received)]}.
-    """
-
-    def __init__(self, interval_s=0.02):
+    def __init__(self, interval_s):
         self.interval_s = interval_s
-        self.samples = {}
-        self._own_namespace = os.readlink('/proc/self/ns/net')
-        self._tasks = {}  # pid -> (job, index) of the task children named so far
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -168,11 +162,30 @@ class NicSampler:
     def __exit__(self, *exc_info):
         self._stop.set()
         self._thread.join()
+        self.sample()
 
     def _loop(self):
         while not self._stop.is_set():
             self.sample()
             self._stop.wait(self.interval_s)
+
+    def sample(self):
+        """Takes one sample (the thread calls this)."""
+        raise NotImplementedError
+
+
+class NicSampler(PeriodicSampler):
+    """Samples the eth0 counters of this process's task children in a thread (module doc).
+
+    Use as a context manager around a job (`local_job.launch_job` runs its tasks as children of
+    the calling process); `samples` holds {(job, index): [(time, sent, received)]}.
+    """
+
+    def __init__(self, interval_s=0.02):
+        super().__init__(interval_s)
+        self.samples = {}
+        self._own_namespace = os.readlink('/proc/self/ns/net')
+        self._tasks = {}  # pid -> (job, index) of the task children named so far
 
     def sample(self):
         """Reads every task child's counters once (the thread calls this)."""
