@@ -18,6 +18,7 @@ import statistics
 
 from experiments import common
 from tfhp import compression
+from tfhp import config as config_lib
 from tfhp import modes
 from tfhp.emulation import profile as profile_lib
 from tfhp.profiling import link_bound
@@ -64,9 +65,10 @@ def job_args(model, steps, warmup_steps, extra=()):
 
 def _wire_ratio(tfhp_args):
     """Bytes a gradient element puts on the wire over its float32 bytes, for the flags' scheme."""
-    name = _flag(tfhp_args, 'gradient_compression', compression.NONE)
-    dtype = _flag(tfhp_args, 'gradient_transfer_dtype', 'float32')
-    compressor = compression.get(dtype if dtype != 'float32' else name)
+    replication = config_lib.ReplicationConfig(
+        gradient_compression=_flag(tfhp_args, 'gradient_compression', compression.NONE),
+        gradient_transfer_dtype=_flag(tfhp_args, 'gradient_transfer_dtype', 'float32'))
+    compressor = compression.get(replication.compression)
     return compressor.wire_ratio if compressor else 1.0
 
 

@@ -79,6 +79,16 @@ def _fifo_finish(ready, sizes, rate):
     return clock
 
 
+def _tail(ready, sizes, rate, done):
+    """How long after `done` a link of `rate` bytes/s still moves `sizes` (made at `ready`)."""
+    return max(_fifo_finish(ready, sizes, rate) - done, 0.0)
+
+
+def _ring(sizes, n):
+    """What a ring all-reduce of n members puts through each member's link: 2 (n-1)/n."""
+    return [2.0 * (n - 1) / n * s for s in sizes]
+
+
 def _gradient_times(profile, start):
     """(time each layer's gradients are made, their bytes), backward order, from `start`."""
     t = start + profile.forward_s
@@ -112,23 +122,17 @@ def predict(profile, cluster, variable_update='parameter_server', synchronous=Tr
     S = float(profile.gradient_bytes)
     B = cluster.nic_bps / 8.0
     compute = profile.compute_s
+    ready, sizes = _gradient_times(profile, 0.0)
     # Local towers: their gradients meet over the bus (a ring among g towers) before leaving.
     local = 0.0
     if g > 1:
-        bus = (cluster.bus_bps or cluster.nic_bps) / 8.0
-        ready, sizes = _gradient_times(profile, 0.0)
-        local = _fifo_finish(ready, [2.0 * (g - 1) / g * s for s in sizes], bus) - compute
-        local = max(local, 0.0)
+        local = _tail(ready, _ring(sizes, g), (cluster.bus_bps or cluster.nic_bps) / 8.0,
+                      compute)
     pull = push_tail = update = 0.0
     if strategy.worker_all_reduce or not strategy.uses_ps:
-        n = W if W > 1 else g
-        rate = B if W > 1 else (cluster.bus_bps or cluster.nic_bps) / 8.0
-        if n > 1 and W > 1:
-            ready, sizes = _gradient_times(profile, 0.0)
-            push_tail = max(_fifo_finish(ready, [2.0 * (n - 1) / n * s for s in sizes], rate)
-                            - compute, 0.0)
-        elif g > 1:
-            push_tail, local = local, 0.0
+        # Across workers, a ring over their NICs (one machine: its towers' ring alone).
+        if W > 1:
+            push_tail = _tail(ready, _ring(sizes, W), B, compute)
         step = compute + local + push_tail
     else:
         K = max(cluster.num_ps, 1)
@@ -142,9 +146,7 @@ def predict(profile, cluster, variable_update='parameter_server', synchronous=Tr
             pull = max(S / B, W * S / K / ps_b)
             rate = min(B, K * ps_b / W)
         update = apply_s / K * (1 + (W if synchronous else 1))
-        ready, sizes = _gradient_times(profile, 0.0)
-        push_tail = max(_fifo_finish([t + local for t in ready], sizes, rate) - compute - local,
-                        0.0)
+        push_tail = _tail([t + local for t in ready], sizes, rate, compute + local)
         step = pull + compute + local + push_tail + update
         if not synchronous:
             # Each worker steps alone; together they cannot move more than the ps NICs carry.
