@@ -4,8 +4,9 @@ Every row is one job: W workers of a model's compute profile (`--emulated_comput
 variables, waits for compute), K ps tasks, every NIC at one rate. Its figures: the chief's global
 step, images/sec, the share of the step that is not compute (1 - compute / step: communication,
 the ps's update and the protocol), how busy the cores were in the timed steps (at 90% or more
-the CPU, not the links, set that step), and `tfhp.prediction.step_model`'s step for the same
-setting. The model's protocol floor is measured first, once per worker count: the global step
+the CPU, not the links, set that step), the compute part as it happened against the profile's
+(`compute_error`: the worst worker's waits, which a busy core makes late), and
+`tfhp.prediction.step_model`'s step for the same setting. The model's protocol floor is measured first, once per worker count: the global step
 of a null_scalar job of W workers and 1 ps on loopback (nothing to move, nothing to compute).
 With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
 the smallest K whose every repeat is under it, measured and predicted.
@@ -25,11 +26,12 @@ from tfhp.launcher import links
 from tfhp.prediction import step_model
 
 FLAGS = flags.FLAGS
-FIGURES = ('global_step_ms', 'images_per_sec', 'comm_share', 'cpu_busy', 'predicted_ms')
+FIGURES = ('global_step_ms', 'images_per_sec', 'comm_share', 'cpu_busy', 'predicted_ms',
+           'compute_error')
 TABLE = [('W', 'workers', '%d'), ('K', 'ps', '%d'), ('rate', 'rate', None),
          ('step ms', 'global_step_ms', '%.1f'), ('predicted', 'predicted_ms', '%.1f'),
          ('images/s', 'images_per_sec', '%.1f'), ('not compute', 'comm_share', '%.2f'),
-         ('cpu busy', 'cpu_busy', '%.2f')]
+         ('cpu busy', 'cpu_busy', '%.2f'), ('compute err', 'compute_error', '%+.3f')]
 
 
 def predicted_ms(profile, workers, ps, rate, update, protocol_s):
@@ -66,12 +68,21 @@ def measure(profile, floors, workers, ps, rate, seed):
     figures = common.cluster_figures(outcome.summary)
     step_ms = 1000.0 / figures['global_steps_per_sec']
     busy = outcome.summary['cpu']['busy_timed']
+    waited_ms = worst_compute_ms(outcome.results, profile)
     return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
             'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
             'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
             'comm_share': 1.0 - 1000.0 * profile.compute_s / step_ms, 'cpu_busy': busy,
             'predicted_ms': predicted_ms(profile, workers, ps, rate, update, floors[workers]),
-            'protocol_ms': 1000.0 * floors[workers], 'compute_ms': 1000.0 * profile.compute_s}
+            'protocol_ms': 1000.0 * floors[workers], 'compute_ms': 1000.0 * profile.compute_s,
+            'waited_ms': waited_ms, 'compute_error': waited_ms / (1000.0 * profile.compute_s) - 1}
+
+
+def worst_compute_ms(results, profile):
+    """The compute part of the worker whose waits lasted furthest from the profile's compute
+    time (`Figures.emulated_compute_ms`): how faithful the emulation stayed on busy cores."""
+    waited = [r['emulated_compute_ms'] for (job, _), r in results.items() if job == 'worker']
+    return max(waited, key=lambda ms: abs(ms - 1000.0 * profile.compute_s))
 
 
 def smallest_ps(records, share, key):

@@ -9,6 +9,7 @@ import tensorflow.compat.v1 as tf
 from tfhp import benchmark
 from tfhp import calibrate
 from tfhp import config as config_lib
+from tfhp import timing
 from tfhp.emulation import model as emulated_model
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import cpu_load
@@ -94,8 +95,10 @@ def test_the_emulated_model_has_the_real_variables_and_every_gradient(model, dat
         np.testing.assert_array_equal(grad, weight)
 
 
-def test_an_emulated_step_waits_every_layer_forward_and_backward():
+def test_an_emulated_step_waits_every_layer_forward_and_backward(monkeypatch):
     profile, _ = _profile('lenet', None, 0.01)  # 4 layers: at least 80 ms a step
+    tally = timing.PassTally()
+    monkeypatch.setattr(timing, 'EMULATED_COMPUTE', tally)
     with tf.Graph().as_default():
         loss, _ = emulated_model.make_model_fn(profile, 10)(tf.zeros([2, 8, 8, 3]),
                                                             tf.zeros([2], tf.int32))
@@ -107,6 +110,17 @@ def test_an_emulated_step_waits_every_layer_forward_and_backward():
             sess.run(grads)
             elapsed = time.perf_counter() - start
     assert len(profile.layers) == 4 and elapsed >= 0.08
+    # Two passes, each the profile's eight waits as they happened: no less than the profile.
+    assert tally.per_pass_s() == pytest.approx(profile.compute_s, rel=0.5)
+    assert tally.per_pass_s() >= profile.compute_s
+
+
+def test_a_pass_tally_averages_over_passes_not_over_waits():
+    tally = timing.PassTally()
+    assert tally.per_pass_s() is None
+    for seconds, new_pass in [(0.1, True), (0.2, False), (0.3, True), (0.4, False)]:
+        tally.add(seconds, new_pass)
+    assert tally.per_pass_s() == pytest.approx(0.5)
 
 
 def test_the_config_names_a_profile_of_another_model_or_batch(tmp_path):
@@ -133,6 +147,10 @@ def test_an_emulated_run_counts_the_real_parameters(tmp_path):
     assert built.num_params == profile.num_params == sum(
         int(np.prod(v.shape)) for v in variables if v.trainable)
     assert built.image_size == benchmark.EMULATED_IMAGE_SIZE and built.batch_size == 2
+    # The record sets the compute part as it happened beside the profile's.
+    record = benchmark.run(cfg, log=lambda line: None)
+    assert 1000 * profile.compute_s <= record['emulated_compute_ms'] < 1000 * (
+        profile.compute_s + 0.05)
 
 
 def test_the_cpu_sampler_reads_the_busy_share_of_a_window():

@@ -83,3 +83,12 @@ def test_the_grid_and_the_published_comparison_read_a_profile():
     record = published_scaling.predict(dgx, profile)
     assert record['compute_ms'] == pytest.approx(1000 * 64 / dgx.one_gpu)
     assert record['error'] == pytest.approx(record['predicted_speedup'] / dgx.speedup - 1)
+
+
+def test_the_emulated_cluster_study_reports_its_worst_workers_compute():
+    from experiments import emulated_cluster
+    profile = profile_lib.load(os.path.join(os.path.dirname(__file__), 'data',
+                                            'resnet20_profile.json'))
+    results = {('worker', 0): {'emulated_compute_ms': 191.0},
+               ('worker', 1): {'emulated_compute_ms': 200.0}}
+    assert emulated_cluster.worst_compute_ms(results, profile) == 200.0

@@ -62,6 +62,9 @@ class Figures:
     images_per_sec_spread: Optional[Spread] = None  # of per-step images/sec
     step_time_ms: Optional[Spread] = None
     wall_time_s: Optional[float] = None
+    # --emulated_compute: one tower pass's waits as they happened (warm-up included), to set
+    # beside the profile's compute time (`timing.EMULATED_COMPUTE`).
+    emulated_compute_ms: Optional[float] = None
 
 
 @dataclasses.dataclass
@@ -214,7 +217,15 @@ def record(cfg, built, times, **groups):
                     compute_dtype=cfg.precision.dtype),
         task=Task(job_name=cfg.cluster.job_name, task_index=cfg.cluster.task_index),
         config=cfg.to_dict(), environment=Environment.now(),
-        figures=Figures(**times.summary()) if times else Figures(), **groups)
+        figures=_figures(cfg, times), **groups)
+
+
+def _figures(cfg, times):
+    figures = Figures(**times.summary()) if times else Figures()
+    waited = timing.EMULATED_COMPUTE.per_pass_s() if cfg.model.emulated_compute else None
+    if waited is not None:
+        figures.emulated_compute_ms = 1000.0 * waited
+    return figures
 
 
 def log_figures(result, log):

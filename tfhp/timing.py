@@ -2,6 +2,7 @@
 import json
 import math
 import os
+import threading
 
 
 def percentile(values, q):
@@ -68,6 +69,32 @@ class StepTimes:
                 'step_time_ms': self.step_time_ms(),
                 'num_steps': self.num_steps,
                 'wall_time_s': self.wall_time}
+
+
+class PassTally:
+    """Seconds spent in passes of something, from several threads: e.g. the waits of this
+    process's emulated towers as they happened (`EMULATED_COMPUTE`; a tower's forward and
+    backward pass counts once, at its first layer's wait)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._seconds = 0.0
+        self._passes = 0
+
+    def add(self, seconds, new_pass):
+        """Adds `seconds`; new_pass: they begin a pass."""
+        with self._lock:
+            self._seconds += seconds
+            self._passes += int(new_pass)
+
+    def per_pass_s(self):
+        """Mean seconds per pass (None before any pass)."""
+        with self._lock:
+            return self._seconds / self._passes if self._passes else None
+
+
+# The emulated compute of this process (`tfhp.emulation.model`).
+EMULATED_COMPUTE = PassTally()
 
 
 def append_json(path, record):

@@ -21,27 +21,37 @@ layer's weights still on the link) is waited from, as the real layer would compu
 
 Batch-norm moving statistics are created (they are checkpointed and placed like the real ones)
 but not updated each step.
+
+`timing.EMULATED_COMPUTE` tallies the waits as they happened (from the time each counted from
+to when its sleep returned), so a run can say how long its compute part really lasted: a sleep
+that wakes late on busy cores shows there, beside the profile's time
+(`results.Figures.emulated_compute_ms`).
 """
 import time
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from tfhp import timing
+
 
 # A wait that starts at most this long after the previous one was due to end continues it.
 DISPATCH_S = 1e-3
 
 
-def _wait(seconds, due, name):
+
+
+def _wait(seconds, due, name, first=False):
     """The time stamp (float64, `time.perf_counter`) at which a wait of `seconds` is due to end;
     it runs once `due` (the previous wait's) and every tensor it depends on are computed, and
-    returns at that time."""
+    returns at that time. first: the pass's first wait (`timing.PassTally`)."""
     def sleep(previous):
         now = time.perf_counter()
         start = previous if 0.0 <= now - previous < DISPATCH_S else now
         end = start + seconds
         if end > now:
             time.sleep(end - now)
+        timing.EMULATED_COMPUTE.add(time.perf_counter() - start, first)
         return np.float64(end)
     out = tf.numpy_function(sleep, [due], tf.float64, name=name)
     out.set_shape([])
@@ -56,11 +66,11 @@ def _touch(reads):
     return tf.cast(tf.reshape(largest, [-1])[0], tf.float64) * 0.0
 
 
-def _layer(x, reads, layer):
+def _layer(x, reads, layer, first):
     """One layer: x -> the time its forward wait ends; its gradient mirrors it (module doc)."""
     @tf.custom_gradient
     def emulated(x, *reads):
-        y = _wait(layer.forward_s, x + _touch(reads), 'forward_wait')
+        y = _wait(layer.forward_s, x + _touch(reads), 'forward_wait', first)
 
         def grad(dy):
             waited = _wait(layer.backward_s, dy, 'backward_wait')
@@ -80,6 +90,7 @@ def make_model_fn(profile, num_classes, delay_s=0.0):
     """
     def model_fn(images, labels):
         x = tf.cast(tf.reshape(images, [-1])[0], tf.float64) * 0.0
+        first = True
         for layer in profile.layers:
             reads = {True: [], False: []}
             for v in layer.variables:
@@ -91,7 +102,8 @@ def make_model_fn(profile, num_classes, delay_s=0.0):
             with tf.control_dependencies(reads[False]):
                 x = tf.identity(x)
             if reads[True]:
-                x = _layer(x, reads[True], layer)
+                x = _layer(x, reads[True], layer, first)
+                first = False
         if delay_s:
             x = _wait(delay_s, x, 'straggler_delay')
         batch = tf.shape(labels)[0]
