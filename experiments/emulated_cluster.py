@@ -9,10 +9,13 @@ the CPU, not the links, set that step), the compute part as it happened against 
 `tfhp.prediction.step_model`'s step for the same setting. The model's protocol floor is measured first, once per worker count: the global step
 of a null_scalar job of W workers and 1 ps on loopback (nothing to move, nothing to compute).
 With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
-the smallest K whose every repeat is under it, measured and predicted.
+the smallest K whose every repeat is under it, measured and predicted. --profile takes several
+profiles (a model each); --plot draws every row's predicted against measured step.
 
   python -m experiments.emulated_cluster --profile=resnet20.json \\
       --workers=4 --ps=1,2,3 --rates=500mbit --max_comm_share=0.2 --repeats=3
+  python -m experiments.emulated_cluster --profile=null_dense.json,lenet.json,resnet20.json \\
+      --workers=1,2,4,6 --ps=1 --rates=300mbit,1gbit --plot=validation.png
 """
 import functools
 
@@ -21,6 +24,7 @@ from absl import flags
 from experiments import common
 from experiments import frame
 from tfhp import modes
+from tfhp import plots
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import links
 from tfhp.prediction import step_model
@@ -28,7 +32,7 @@ from tfhp.prediction import step_model
 FLAGS = flags.FLAGS
 FIGURES = ('global_step_ms', 'images_per_sec', 'comm_share', 'cpu_busy', 'predicted_ms',
            'compute_error')
-TABLE = [('W', 'workers', '%d'), ('K', 'ps', '%d'), ('rate', 'rate', None),
+TABLE = [('model', 'model', None), ('W', 'workers', '%d'), ('K', 'ps', '%d'), ('rate', 'rate', None),
          ('step ms', 'global_step_ms', '%.1f'), ('predicted', 'predicted_ms', '%.1f'),
          ('images/s', 'images_per_sec', '%.1f'), ('not compute', 'comm_share', '%.2f'),
          ('cpu busy', 'cpu_busy', '%.2f'), ('compute err', 'compute_error', '%+.3f')]
@@ -52,10 +56,10 @@ def protocol_floor_s(workers):
     return 1.0 / common.cluster_figures(outcome.summary)['global_steps_per_sec']
 
 
-def measure(profile, floors, workers, ps, rate, seed):
-    """One job; its record."""
+def measure(path, profile, floors, workers, ps, rate, seed):
+    """One job of the profile at `path`; its record."""
     update = FLAGS.variable_update
-    args = profile.tfhp_args(FLAGS.profile) + [
+    args = profile.tfhp_args(path) + [
         '--num_batches=%d' % FLAGS.steps, '--num_warmup_batches=%d' % FLAGS.warmup_steps,
         '--tf_random_seed=%d' % seed, '--variable_update=' + update,
         '--display_every=1000', '--peer_timeout_s=240']
@@ -86,44 +90,61 @@ def worst_compute_ms(results, profile):
 
 
 def smallest_ps(records, share, key):
-    """{(workers, rate): the smallest ps count whose `key` is under `share` (None: none is)}."""
+    """{(model, workers, rate): the smallest ps count whose `key` is under `share` (None: none
+    is)}."""
     answer = {}
     for r in records:
         under = r[key]['max'] < share if isinstance(r[key], dict) else r[key] < share
-        best = answer.get((r['workers'], r['rate']))
+        setting = (r['model'], r['workers'], r['rate'])
+        best = answer.get(setting)
         if under and (best is None or r['ps'] < best):
-            answer[(r['workers'], r['rate'])] = r['ps']
-        answer.setdefault((r['workers'], r['rate']), None)
+            answer[setting] = r['ps']
+        answer.setdefault(setting, None)
     return answer
 
 
-def _predicted_share(record, profile):
-    return 1.0 - 1000.0 * profile.compute_s / record['predicted_ms']['median']
+def _predicted_share(record):
+    return 1.0 - record['compute_ms'] / record['predicted_ms']['median']
+
+
+def plot(records, path):
+    """Predicted against measured global steps, a series per model and rate."""
+    series = {}
+    for r in records:
+        measured, predicted = series.setdefault('%s, %s' % (r['model'], r['rate']), ([], []))
+        measured.append(r['global_step_ms'])
+        predicted.append(r['predicted_ms']['median'])
+    plots.predicted_vs_measured(
+        path, [(label, m, p) for label, (m, p) in series.items()],
+        title='The step model against emulated jobs (global step, median [min-max])')
 
 
 def study():
-    """Every (workers, ps, rate), --repeats times in rounds; the answer to the question."""
-    profile = profile_lib.load(FLAGS.profile)
+    """Every (profile, rate, workers, ps), --repeats times in rounds; the answer to the
+    question."""
+    profiles = [(path, profile_lib.load(path)) for path in FLAGS.profile]
     floors = {int(w): protocol_floor_s(int(w)) for w in FLAGS.workers}
-    rows = [functools.partial(measure, profile, floors, int(w), int(k), rate)
+    rows = [functools.partial(measure, path, profile, floors, int(w), int(k), rate)
+            for path, profile in profiles
             for rate in FLAGS.rates for w in FLAGS.workers for k in FLAGS.ps]
     def finish(records):
         for r in records:
-            r['predicted_share'] = _predicted_share(r, profile)
+            r['predicted_share'] = _predicted_share(r)
         return records
-    records = frame.run(rows, FIGURES, TABLE, finish=finish)
+    records = frame.run(rows, FIGURES, TABLE, finish=finish, plot=plot)
     if FLAGS.max_comm_share is not None:
         measured = smallest_ps(records, FLAGS.max_comm_share, 'comm_share')
         predicted = smallest_ps(records, FLAGS.max_comm_share, 'predicted_share')
-        for (workers, rate), k in sorted(measured.items()):
-            print('W=%d at %s: smallest ps count with communication under %.0f%% of the step: '
-                  'measured %s, predicted %s' % (workers, rate, 100 * FLAGS.max_comm_share,
-                                                 k or 'none tried', predicted[(workers, rate)]
-                                                 or 'none tried'))
+        for setting, k in sorted(measured.items()):
+            print('%s, W=%d at %s: smallest ps count with communication under %.0f%% of the '
+                  'step: measured %s, predicted %s' % (setting + (100 * FLAGS.max_comm_share,
+                                                                  k or 'none tried',
+                                                                  predicted[setting]
+                                                                  or 'none tried')))
 
 
 if __name__ == '__main__':
-    flags.DEFINE_string('profile', None, 'The compute profile (python -m tfhp.calibrate).')
+    flags.DEFINE_list('profile', None, 'Compute profiles (python -m tfhp.calibrate), a model each.')
     flags.DEFINE_list('workers', ['4'], 'Worker counts.')
     flags.DEFINE_list('ps', ['1', '2', '3'], 'ps task counts.')
     flags.DEFINE_list('rates', ['500mbit'], 'NIC rates (tc units).')
@@ -131,4 +152,4 @@ if __name__ == '__main__':
     flags.DEFINE_float('max_comm_share', None, 'Answer: the smallest ps count whose share of the '
                        'step that is not compute stays under this.')
     flags.mark_flag_as_required('profile')
-    frame.main(study, steps=20, warmup_steps=5)
+    frame.main(study, steps=20, warmup_steps=5, plot='predicted against measured steps')

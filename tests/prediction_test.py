@@ -92,3 +92,27 @@ def test_the_emulated_cluster_study_reports_its_worst_workers_compute():
     results = {('worker', 0): {'emulated_compute_ms': 191.0},
                ('worker', 1): {'emulated_compute_ms': 200.0}}
     assert emulated_cluster.worst_compute_ms(results, profile) == 200.0
+
+
+def test_the_smallest_ps_count_is_answered_per_model_and_only_when_every_repeat_is_under():
+    from experiments import emulated_cluster
+    records = [{'model': m, 'workers': 4, 'rate': '500mbit', 'ps': k,
+                'comm_share': {'median': share, 'min': share - 0.05, 'max': share + 0.05}}
+               for m, k, share in [('resnet20', 1, 0.37), ('resnet20', 2, 0.17),
+                                   ('resnet20', 3, 0.12), ('lenet', 1, 0.5), ('lenet', 2, 0.3)]]
+    answer = emulated_cluster.smallest_ps(records, 0.2, 'comm_share')
+    # K = 2's median is under 20% but one repeat is not: K = 3 is the answer.
+    assert answer == {('resnet20', 4, '500mbit'): 3, ('lenet', 4, '500mbit'): None}
+
+
+def test_the_validation_plot_draws_predicted_against_measured(tmp_path):
+    pytest.importorskip('matplotlib')
+    from experiments import emulated_cluster
+    records = [{'model': 'resnet20', 'rate': rate, 'workers': w,
+                'global_step_ms': {'median': ms, 'min': ms - 5, 'max': ms + 5},
+                'predicted_ms': {'median': ms * 0.95, 'min': ms * 0.95, 'max': ms * 0.95}}
+               for rate in ('300mbit', '1gbit') for w, ms in ((1, 210.0), (4, 300.0))]
+    path = str(tmp_path / 'validation.png')
+    emulated_cluster.plot(records, path)
+    with open(path, 'rb') as f:
+        assert f.read(8) == b'\x89PNG\r\n\x1a\n'

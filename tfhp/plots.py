@@ -12,6 +12,7 @@ or a shaded band. A None median or bound (a target not reached) is left out of t
   line_panels       y vs x with min-max error bars, one panel per group, optional reference lines
   bar_panels        grouped bars of medians with min-max error bars, one panel per figure
   stage_breakdown   the diagnose report: self time per stage and device, step time per run
+  predicted_vs_measured   a model's predictions against measurements, the y = x line and a band
 """
 import io
 import math
@@ -207,6 +208,52 @@ def bar_panels(path, panels, title=None):
         ax.legend(fontsize=7)
     if title:
         figure.suptitle(title, fontsize=10)
+    _save(figure, path)
+
+
+def predicted_vs_measured(path, series, band=0.10, unit='ms', title=None):
+    """Measured (x, median with min-max error bars) against predicted (y), log-log, one marker
+    series per group, with the line y = x and the band of +-`band` around it: a point inside
+    the band is predicted within that error.
+
+    Args:
+      path: the PNG to write.
+      series: [(label, measured summaries, predicted values)]; each summary a dict with
+        'median', 'min' and 'max' (or a number: one run).
+    """
+    pyplot = _pyplot()
+    figure, ax = pyplot.subplots(figsize=(5.8, 5.2))
+    everything = []
+    markers = 'osD^v<>'
+    for index, (label, measured, predicted) in enumerate(series):
+        summaries = [m if isinstance(m, dict) else {'median': m, 'min': m, 'max': m}
+                     for m in measured]
+        xs = [m['median'] for m in summaries]
+        ax.errorbar(xs, predicted, xerr=[[m['median'] - m['min'] for m in summaries],
+                                         [m['max'] - m['median'] for m in summaries]],
+                    linestyle='none', marker=markers[index % len(markers)], markersize=5,
+                    capsize=2, label=label)
+        everything += xs + list(predicted)
+    low, high = min(everything) / 1.3, max(everything) * 1.3
+    line = [low, high]
+    ax.plot(line, line, color='black', linewidth=1, label='predicted = measured')
+    ax.fill_between(line, [v * (1 - band) for v in line], [v * (1 + band) for v in line],
+                    color='grey', alpha=0.2, label='within %d%%' % round(100 * band))
+    from matplotlib import ticker  # pylint: disable=g-import-not-at-top
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: '%g' % v))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel('measured (%s)' % unit)
+    ax.set_ylabel('predicted (%s)' % unit)
+    ax.grid(alpha=0.3, which='both')
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title, fontsize=10)
     _save(figure, path)
 
 
