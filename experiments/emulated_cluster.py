@@ -50,7 +50,8 @@ def protocol_floor_s(workers):
     """The global step (s) of a null_scalar job of `workers` workers and 1 ps on loopback."""
     outcome = common.run_cluster(1, workers, [
         '--model=null_scalar', '--num_batches=100', '--num_warmup_batches=10',
-        '--display_every=1000', '--peer_timeout_s=240'])
+        '--display_every=1000', '--peer_timeout_s=%d' % FLAGS.peer_timeout_s],
+        timeout_s=FLAGS.job_timeout_s)
     if outcome.error:
         raise RuntimeError('null_scalar, W=%d: %s' % (workers, outcome.error))
     return 1.0 / common.cluster_figures(outcome.summary)['global_steps_per_sec']
@@ -62,11 +63,11 @@ def measure(path, profile, floors, workers, ps, rate, seed):
     args = profile.tfhp_args(path) + [
         '--num_batches=%d' % FLAGS.steps, '--num_warmup_batches=%d' % FLAGS.warmup_steps,
         '--tf_random_seed=%d' % seed, '--variable_update=' + update,
-        '--display_every=1000', '--peer_timeout_s=240']
+        '--display_every=1000', '--peer_timeout_s=%d' % FLAGS.peer_timeout_s]
     if modes.strategy(update).partitions and ps > 1:
         args.append('--partition_min_bytes=%d' % (1 << 18))
     outcome = common.run_cluster(ps if modes.strategy(update).uses_ps else 0, workers, args,
-                                 link_bandwidth=rate)
+                                 link_bandwidth=rate, timeout_s=FLAGS.job_timeout_s)
     if outcome.error:
         raise RuntimeError('W=%d K=%d %s: %s' % (workers, ps, rate, outcome.error))
     figures = common.cluster_figures(outcome.summary)
@@ -151,5 +152,8 @@ if __name__ == '__main__':
     flags.DEFINE_string('variable_update', modes.DEFAULT_STRATEGY, 'The strategy of every job.')
     flags.DEFINE_float('max_comm_share', None, 'Answer: the smallest ps count whose share of the '
                        'step that is not compute stays under this.')
+    # 33 TensorFlow processes take about 5 minutes to start on two cores.
+    flags.DEFINE_integer('peer_timeout_s', 240, 'Each task\'s bound on a silent peer.')
+    flags.DEFINE_integer('job_timeout_s', 600, 'Bound on each job, start to end.')
     flags.mark_flag_as_required('profile')
     frame.main(study, steps=20, warmup_steps=5, plot='predicted against measured steps')
