@@ -7,7 +7,8 @@ exit by themselves once the workers are done; the launcher only waits for them, 
 derived from their own timeouts. SIGTERM or SIGINT to the launcher stops the job gracefully:
 every task gets SIGTERM (the job stops at a common step and the chief writes its checkpoint),
 the launcher says which tasks it stopped and exits with 128 + the signal's number; a second
-signal kills every task at once.
+signal kills every task at once. With --max_restarts=N a job that loses a task is started
+again, up to N times, and resumes from the chief's last checkpoint (`tfhp.launcher.recovery`).
 It prints, and appends as one JSON line to --result_file, each task's time from launch to its
 first step, each worker's images/sec and dropped (late) gradients, and the cluster's images/sec:
 every worker's images over the one wall-clock interval in which all of them were timing steps.
@@ -22,6 +23,7 @@ import sys
 from tfhp import timing
 from tfhp.launcher import cpu_load
 from tfhp.launcher import local_job
+from tfhp.launcher import recovery
 
 
 def _parse(argv):
@@ -43,6 +45,11 @@ def _parse(argv):
     parser.add_argument('--default_malloc', action='store_true',
                         help='run the tasks with glibc\'s default malloc settings instead of '
                         'two arenas and mapped large buffers (a third less memory per task)')
+    parser.add_argument('--max_restarts', type=int, default=0,
+                        help='restart the job this many times at most when a task fails; it '
+                        'resumes from the chief\'s last checkpoint and ends at its target '
+                        'global step (needs --train_dir and --save_model_steps or '
+                        '--save_model_secs; default 0: a fault ends the job)')
     parser.add_argument('--ps_link_bandwidth', default=None,
                         help='the ps tasks\' NIC rate (default: --link_bandwidth)')
     if '--' in argv:
@@ -53,6 +60,8 @@ def _parse(argv):
     args = parser.parse_args(own)
     if args.num_ps < 0 or args.num_workers < 1:
         parser.error('--num_ps must be >= 0 and --num_workers >= 1')
+    if args.max_restarts < 0:
+        parser.error('--max_restarts must be >= 0')
     if args.ps_link_bandwidth and not args.link_bandwidth:
         parser.error('--ps_link_bandwidth needs --link_bandwidth')
     return args, tfhp_args
@@ -77,6 +86,10 @@ def _print_summary(summary):
         print('[launch] cores %d busy %.0f%% during the timed steps, %d tasks%s'
               % (cpu['cores'], 100 * cpu['busy_timed'], cpu['tasks'],
                  ': the CPU, not the links, set these steps' if cpu['cpu_bound'] else ''))
+    if 'recovery' in summary:
+        recovered = summary['recovery']
+        print('[launch] %d restart(s), %d steps redone, %.1f s lost'
+              % (recovered['restarts'], recovered['steps_redone'], recovered['time_lost_s']))
     print('[launch] cluster images/sec: %.2f  wall time: %.2f s  status: %d'
           % (summary['cluster_images_per_sec'], summary['wall_time_s'], summary['status']))
 
@@ -90,11 +103,18 @@ def main(argv=None):
                                            a.split('=', 1)[1] for a in tfhp_args))
     if warning:
         print('[launch] warning: ' + warning)
+    launch_args = dict(timeout_s=args.timeout_s, keep_going=args.keep_going,
+                       controller=args.controller, link_bandwidth=args.link_bandwidth,
+                       ps_link_bandwidth=args.ps_link_bandwidth,
+                       lean_malloc=not args.default_malloc)
     try:
-        summary, _ = local_job.launch_job(args.num_ps, args.num_workers, tfhp_args,
-                                          args.timeout_s, args.keep_going, args.controller,
-                                          args.link_bandwidth, args.ps_link_bandwidth,
-                                          lean_malloc=not args.default_malloc)
+        if args.max_restarts:
+            summary, _ = recovery.launch_recovering(
+                args.num_ps, args.num_workers, tfhp_args, args.max_restarts,
+                say=lambda line: print('[launch] ' + line, flush=True), **launch_args)
+        else:
+            summary, _ = local_job.launch_job(args.num_ps, args.num_workers, tfhp_args,
+                                              **launch_args)
     except ValueError as e:
         print('tfhp-launch: error: %s' % e, file=sys.stderr)
         return 2

@@ -45,6 +45,7 @@ def test_cluster_jobs_and_hosts():
 
 COLLECTIVE = config_lib.ReplicationConfig(variable_update='collective_all_reduce')
 REPLICATED = config_lib.ReplicationConfig(variable_update='distributed_replicated')
+TARGET = config_lib.RunConfig(target_global_step=40)
 
 
 @pytest.mark.parametrize('sections, message', [
@@ -55,6 +56,11 @@ REPLICATED = config_lib.ReplicationConfig(variable_update='distributed_replicate
     ({'cluster': _cluster(job_name='worker', save_model_secs=5.0)}, 'needs --train_dir'),
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'),
       'replication': REPLICATED}, 'builds a graph per worker'),
+    ({'run': TARGET}, 'not a run without a cluster'),
+    ({'cluster': _cluster(job_name='worker', cross_replica_sync=False), 'run': TARGET},
+     'not asynchronous workers'),
+    ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'run': TARGET},
+     'not an in-graph job'),
 ])
 def test_cross_section_refusals(sections, message):
     with pytest.raises(config_lib.ConfigError, match=message):

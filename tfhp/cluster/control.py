@@ -4,7 +4,8 @@ Both live on the coordinator, the task that holds the global step (ps task 0), w
 them before anyone can use them (`publish`); in an all-reduce job, without ps tasks, every worker
 keeps its own and all-reduces the stop values each step (`all_reduce_max`):
   end: the global step at which synchronous workers stop. The chief sets it once its session is
-    up, to the global step it started from (0, or a checkpoint's) + warm-up + timed steps, so
+    up, to --target_global_step, or to the global step it started from (0, or a checkpoint's)
+    + warm-up + timed steps, so
     every worker, a restarted one included, ends at the same step: a worker that stopped by its
     own count while another still needed its gradient would leave that one waiting.
   stop: 0, or the number of the signal (SIGTERM, SIGINT) that some task of the job received.
@@ -145,3 +146,8 @@ class WorkerControl:
     def end_after(self, steps):
         """An op moving end down to (the global step now) + steps (an atomic minimum)."""
         return _minimum(END, self._device, self._global_step.read_value() + steps)
+
+    def end_at(self, step):
+        """An op moving end down to the global step `step` (a job's target, the same after
+        every restart)."""
+        return _minimum(END, self._device, tf.constant(step, tf.int64))

@@ -20,6 +20,7 @@ staleness) split into its timed steps' and its warm-up's.
 """
 import collections
 import itertools
+import os
 import signal
 import time
 
@@ -102,6 +103,7 @@ _WorkerGraph = collections.namedtuple('_WorkerGraph', [
     'control',    # int64 [global step, end, stop] read after the step
     'read_control',  # the same, read without a step
     'end_after',  # {steps: op moving the job's end to the global step + steps}
+    'end_at_target',  # op moving it to --target_global_step (None without one)
     'final',      # read once at the end: counters, loss, a checksum of the variables
     'placement',  # _bytes_by_device of the trainable variables
     'handshake',  # moves a tensor from this worker to every ps task (see `_handshake`)
@@ -129,7 +131,10 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
                 copies.append(tf.identity(progress))
         return _WorkerGraph(built=built, train_op=train_op, control=ctl.read_after(train_op),
                             read_control=ctl.read(),
-                            end_after={m: ctl.end_after(m) for m in end_margins}, final=final,
+                            end_after={m: ctl.end_after(m) for m in end_margins},
+                            end_at_target=(ctl.end_at(cfg.run.target_global_step)
+                                           if cfg.run.target_global_step else None),
+                            final=final,
                             placement=_bytes_by_device(tf.trainable_variables()),
                             handshake=tf.group(*copies))
 
@@ -181,14 +186,15 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     graph = _worker_graph(cfg, topology, coordinator_device,
                           (control.STOP_MARGIN, warm_and_timed), combine_stop)
     built = graph.built
+    set_end = graph.end_at_target or graph.end_after[warm_and_timed]
     hooks = []
     if topology.is_chief and not collective and by_global_step:
         # Before the sync hook.
-        hooks.append(session_hooks.RunAtStart(graph.end_after[warm_and_timed]))
+        hooks.append(session_hooks.RunAtStart(set_end))
     hooks += built.ops.hooks
     if collective:
         # After the broadcast hook: every worker starts from the chief's global step.
-        hooks.append(session_hooks.RunAtStart(graph.end_after[warm_and_timed]))
+        hooks.append(session_hooks.RunAtStart(set_end))
     if cluster.straggler_delay_s(index, 'before_step'):
         hooks.append(_DelayHook(cluster.straggler_delay_s(index, 'before_step')))
     if topology.is_chief:
@@ -301,6 +307,20 @@ def _handshake(sess, handshake, cluster, dog):
             time.sleep(0.2)
 
 
+def _noting(path):
+    """take -> on_step(value): take(value's control values), the global step written to `path`
+    first (replaced whole, so a reader never sees half a number; None: not written)."""
+    def wrap(take):
+        def on_step(value):
+            if path:
+                with open(path + '.tmp', 'w') as f:
+                    f.write('%d\n' % value[1][0])
+                os.replace(path + '.tmp', path)
+            return take(value[1])
+        return on_step
+    return wrap
+
+
 def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
     """Warm-up and timed steps (`session.run_steps`, the one timed loop); returns the timed
     steps' `StepTimes` (None without one) and their end times and global steps.
@@ -324,10 +344,11 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
         lambda signum, step: log('worker %d: the job is asked to stop (signal %d) at global '
                                  'step %d' % (cluster.task_index, signum, step)))
     fetch = [graph.train_op, graph.control]
+    noted = _noting(run_cfg.progress_file if cluster.task_index == 0 else None)
     if progress.warm_more():
         session_lib.run_steps(sess, fetch, run_cfg.num_warmup_batches, built.images_per_step,
                               run=_step_runner(sess, cluster, dog, 'warm-up step'),
-                              on_step=lambda value: progress.after_warm_step(value[1]))
+                              on_step=noted(progress.after_warm_step))
     # The manager's counts so far, so that the result splits them into warm-up and timed.
     warm_counters = counts.values(sess.run(graph.final['counters'], options=timeout))
 
@@ -341,7 +362,7 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
             sess, fetch, progress.timed_limit, built.images_per_step,
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
             run=_step_runner(sess, cluster, dog, 'step'),
-            on_step=lambda value: progress.after_timed_step(value[1]))
+            on_step=noted(progress.after_timed_step))
     return {'times': times, 'end_times': progress.end_times,
             'global_steps': progress.global_steps,
             'timed_start_time': progress.timed_start_time,

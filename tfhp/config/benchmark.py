@@ -44,9 +44,11 @@ def _check_in_graph_replication(cfg):
                    '%s stages training reads; it does not apply with --eval or --forward_only',
                    replication.staged_reads_flag)
     errors.require(replication.compression == compression.NONE or
-                   cfg.cluster.mode.graph_per_worker or strategy.tower_all_reduce,
-                   '%s applies to the all-reduce of %s, or to what '
-                   'between-graph workers send; got %r in one graph', replication.compression_flag,
+                   cfg.cluster.mode.graph_per_worker or strategy.tower_all_reduce or
+                   strategy.uses_ps,
+                   '%s applies to the all-reduce of %s, to what towers send to the parameter '
+                   'devices, or to what between-graph workers send; got %r in one graph',
+                   replication.compression_flag,
                    _update_flag(lambda s: s.tower_all_reduce), replication.variable_update)
     in_graph_async = _in_graph_async(cfg)
     errors.require(not in_graph_async or (strategy.asynchronous and strategy.one_graph and
@@ -73,6 +75,12 @@ def _check_cluster(cfg):
     errors.require(not cluster.partition_min_bytes or strategy.partitions,
                    '--partition_min_bytes splits parameter-server variables; it needs '
                    '%s, got %r', _update_flag(lambda s: s.partitions), update)
+    if cfg.run.target_global_step:
+        reason = ('a run without a cluster' if not cluster.enabled else 'an in-graph job' if
+                  mode.one_graph else 'asynchronous workers' if not cluster.cross_replica_sync
+                  else None)
+        errors.require(reason is None, '--target_global_step ends synchronous between-graph '
+                       'workers at one global step, not %s: drop it', reason)
     if not cluster.enabled:
         return
     for flag, used in (('--eval', cfg.run.eval), ('--forward_only', cfg.run.forward_only),

@@ -27,6 +27,11 @@ class RunConfig:
       result_file: append one JSON line per run here.
       max_ckpts_to_keep: checkpoints kept in train_dir, oldest deleted first; 0 keeps every one
         (experiments evaluate each of them afterwards).
+      target_global_step: synchronous between-graph workers end at this global step, however
+        often the job was restarted from a checkpoint (0: at the step the chief started from +
+        warm-up + num_batches).
+      progress_file: the chief writes the global step here after every step (one number,
+        replaced), so a supervisor can tell how far a job got before it failed.
     """
     num_batches: int = 100
     num_epochs: Optional[float] = None
@@ -40,9 +45,12 @@ class RunConfig:
     print_training_accuracy: bool = False
     result_file: Optional[str] = None
     max_ckpts_to_keep: int = 3
+    target_global_step: int = 0
+    progress_file: Optional[str] = None
 
     def __post_init__(self):
-        errors.require_at_least(self, 0, 'max_ckpts_to_keep', 'num_warmup_batches')
+        errors.require_at_least(self, 0, 'max_ckpts_to_keep', 'num_warmup_batches',
+                                'target_global_step')
         errors.require_at_least(self, 1, 'num_batches', 'display_every')
         errors.require_at_least(self, 1, 'save_model_steps', optional=True)
         errors.require(self.save_model_steps is None or self.train_dir,

@@ -39,7 +39,8 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       lean_malloc: the tasks run with `plan.LEAN_MALLOC` (False: glibc's defaults).
     Returns:
       (summary, results): the summary (`figures.cluster_summary`), with 'status' (see
-      `supervisor.run_job`), 'wall_time_s', 'exit_codes' and, on links, 'links'
+      `supervisor.run_job`), 'wall_time_s', 'exit_codes', 'ended_by_launcher' and, on links,
+      'links'
       (`figures.link_report`); and {(job, index): result dict} of every worker (and
       controller) that wrote one.
     Raises:
@@ -59,7 +60,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
                 commands = {t: network.command(t, argv) for t, argv in commands.items()}
             start = time.time()
             with cpu_load.CpuSampler() as cpu:
-                status, launch_times, codes = supervisor.run_job(
+                status, launch_times, codes, ended = supervisor.run_job(
                     commands, timeout_s=timeout_s, keep_going=keep_going, out=out,
                     bounds=plan.task_bounds(tfhp_args), lean_malloc=lean_malloc)
             results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
@@ -73,5 +74,6 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
         shutil.rmtree(result_dir, ignore_errors=True)
     summary.update(status=status, wall_time_s=time.time() - start, num_ps=num_ps,
                    num_workers=num_workers, tfhp_args=list(tfhp_args),
-                   exit_codes={figures.task_name(t): c for t, c in codes.items()})
+                   exit_codes={figures.task_name(t): c for t, c in codes.items()},
+                   ended_by_launcher=[figures.task_name(t) for t in ended])
     return summary, results

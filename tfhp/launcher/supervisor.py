@@ -98,8 +98,10 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
       bounds: (peer_timeout_s, step_timeout_s) of the tasks; default: tfhp's defaults.
       lean_malloc: run the tasks with `plan.LEAN_MALLOC`'s malloc settings.
     Returns:
-      (status, launch_times, return_codes): status 0 if every task exited 0, 1 if one did
-      not, 128 + N if the launcher got signal N (it then stopped every task).
+      (status, launch_times, return_codes, ended): status 0 if every task exited 0, 1 if one
+      did not, 128 + N if the launcher got signal N (it then stopped every task); ended: the
+      tasks still running when the launcher ended the job (their codes are its doing, not a
+      fault of theirs).
     """
     out = out or sys.stdout
     lock = threading.Lock()
@@ -134,7 +136,7 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
                     for t in running) or 'no running task'))
             for pump in pumps:
                 pump.join(timeout=5)
-    return status, launch_times, {t: p.returncode for t, p in processes.items()}
+    return status, launch_times, {t: p.returncode for t, p in processes.items()}, running
 
 
 def _say(out, lock, line):
