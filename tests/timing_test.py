@@ -31,3 +31,13 @@ def test_append_json_appends_lines(tmp_path):
     timing.append_json(str(path), {'a': 1})
     timing.append_json(str(path), {'a': 2})
     assert [json.loads(l)['a'] for l in path.read_text().splitlines()] == [1, 2]
+
+
+def test_a_range_is_the_median_and_the_extremes_of_the_repeats():
+    r = timing.Range.of([0.42, 0.22, 0.35])
+    assert (r.median, r.low, r.high, r.n) == (0.35, 0.22, 0.42, 3)
+    assert r.text('%.0f%%', scale=100) == '35% [22%\u201342%]'
+    assert timing.Range.of([1.0, 2.0, 4.0, 9.0]).median == 3.0
+    assert timing.Range.of([2600.0]).text('%.1f') == '2600.0'
+    with pytest.raises(ValueError):
+        timing.Range.of([])

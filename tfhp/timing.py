@@ -1,7 +1,10 @@
-"""Step timings and their summary figures; JSON result lines. Pure Python, no TensorFlow."""
+"""Step timings and their summary figures; a figure over repeated runs; JSON result lines.
+Pure Python, no TensorFlow."""
+import dataclasses
 import json
 import math
 import os
+import statistics
 import threading
 
 
@@ -69,6 +72,35 @@ class StepTimes:
                 'step_time_ms': self.step_time_ms(),
                 'num_steps': self.num_steps,
                 'wall_time_s': self.wall_time}
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """One figure over repeated runs: its median, least and greatest value, and how many runs.
+
+    The studies' median [min-max] (experiments/stats.py, which also handles targets not
+    reached) for library code, which must not import experiments/.
+    """
+    median: float
+    low: float
+    high: float
+    n: int
+
+    @classmethod
+    def of(cls, values):
+        """The Range of one or more numbers."""
+        values = list(values)
+        if not values:
+            raise ValueError('a range of no values')
+        return cls(statistics.median(values), min(values), max(values), len(values))
+
+    def text(self, fmt='%g', scale=1.0):
+        """'median [min\u2013max]', each number `fmt % (value * scale)`; the median alone for
+        one run."""
+        median = fmt % (self.median * scale)
+        if self.n == 1:
+            return median
+        return '%s [%s\u2013%s]' % (median, fmt % (self.low * scale), fmt % (self.high * scale))
 
 
 class PassTally:
