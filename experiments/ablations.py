@@ -45,19 +45,6 @@ FLAGS = flags.FLAGS
 Configuration = collections.namedtuple('Configuration', ['label', 'num_ps', 'num_workers',
                                                          'args'])
 
-# In-graph variable updates and all-reduce algorithms (label -> flags).
-IN_GRAPH = {
-    'parameter_server': [],
-    'parameter_server staged_vars': ['--staged_vars'],
-    'independent': ['--variable_update=independent'],
-    'replicated (copy to CPU)': ['--variable_update=replicated'],
-    'replicated pscpu': ['--variable_update=replicated', '--all_reduce_spec=pscpu'],
-    'replicated xring': ['--variable_update=replicated', '--all_reduce_spec=xring'],
-    'replicated collective': ['--variable_update=replicated', '--all_reduce_spec=collective'],
-    'replicated nccl': ['--variable_update=replicated', '--all_reduce_spec=nccl'],
-}
-
-
 def local(label, *args):
     """A one-process configuration."""
     return Configuration(label, 0, 0, list(args))
@@ -80,10 +67,10 @@ def configurations(ablation, data_dir, num_devices, straggler_delay_ms):
         return [local('fused', *model), local('composite', '--fuse_batchnorm=false', *model)]
     if ablation == 'variable_update':
         model = ['--model=lenet', '--batch_size=32']
-        return ([local(label, '--num_devices=%d' % num_devices, *(model + args))
-                 for label, args in IN_GRAPH.items()] +
-                [Configuration(label, preset.ps_tasks, 2, model + preset.args())
-                 for label, preset in presets.ABLATIONS.items()])
+        return [Configuration(label, preset.ps_tasks, 2, model + preset.args())
+                if preset.cluster else
+                local(label, '--num_devices=%d' % num_devices, *(model + preset.args()))
+                for label, preset in presets.ABLATIONS.items()]
     if ablation == 'backup_workers':
         job = ['--model=lenet', '--batch_size=32']
         straggler = ['--straggler_workers=2', '--straggler_delay_ms=%g' % straggler_delay_ms]

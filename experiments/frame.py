@@ -35,7 +35,7 @@ def define_flags(steps=None, warmup_steps=None, repeats=3, seed=1234, plot=None)
     beside tfhp's own flags.
     Args:
       steps: default of --steps; warmup_steps: of --warmup_steps.
-      repeats: default of --repeats.
+      repeats: default of --repeats (None: each row is measured once, e.g. a fault injected).
       seed: default of --seed (None: nothing in the study is random).
       plot: what --plot draws, for its help (None: the study draws nothing).
     """
@@ -47,9 +47,10 @@ def define_flags(steps=None, warmup_steps=None, repeats=3, seed=1234, plot=None)
         flags.DEFINE_integer('warmup_steps', warmup_steps, 'Untimed steps before them.')
         flags.DEFINE_alias('num_warmup_batches', 'warmup_steps')
         flags.DEFINE_alias('num_warmup', 'warmup_steps')
-    flags.DEFINE_integer('repeats', repeats, 'Runs of each row, in rounds over the rows; '
-                         'figures are median [min-max] of them.')
-    flags.DEFINE_alias('rounds', 'repeats')
+    if repeats is not None:
+        flags.DEFINE_integer('repeats', repeats, 'Runs of each row, in rounds over the rows; '
+                             'figures are median [min-max] of them.')
+        flags.DEFINE_alias('rounds', 'repeats')
     if seed is not None:
         flags.DEFINE_integer('seed', seed, 'Seed of the first round; round r runs seed + r.')
         flags.DEFINE_alias('tf_random_seed', 'seed')
@@ -82,7 +83,8 @@ def run(rows, figures, table, reference=None, finish=None, plot=None):
     Args:
       rows: one callable per row, seed -> its record (a dict).
       figures: the record keys summarised over the repeats (`stats.combine`).
-      table: the columns of `common.print_table`.
+      table: the columns of `common.print_table`, or a function that prints the records
+        (e.g. a table per device count).
       reference: what the table's marks compare with, for its legend.
       finish: records -> records, before the table: figures derived across rows, marks.
       plot: (records, path), drawn where --plot is given.
@@ -97,8 +99,14 @@ def run(rows, figures, table, reference=None, finish=None, plot=None):
 
 
 def report(records, table, reference=None, plot=None):
-    """Prints the table, writes the JSON lines (to --result_file too), draws --plot if given."""
-    common.print_table(records, table, reference)
+    """Prints the table, writes the JSON lines (to --result_file too), draws --plot if given.
+
+    `table` and `reference` are `run`'s.
+    """
+    if callable(table):
+        table(records)
+    else:
+        common.print_table(records, table, reference)
     common.write_records(records, FLAGS.result_file)
     if plot and FLAGS.plot:
         plot(records, FLAGS.plot)

@@ -1,9 +1,13 @@
 """The ways of running a job that the studies compare, one catalogue built on `tfhp.modes`.
 
-  Preset        a --variable_update, its graph mode, sync or async: its tfhp flags, its ps tasks
+  Preset        a --variable_update, its graph mode, sync or async, its all-reduce and other
+                replication settings: its tfhp flags (or config fields), its ps tasks
+  REPLICATION   replication_bench's variants: in-graph strategies and all-reduce choices in
+                one process (name -> Preset)
   DISTRIBUTED   distributed_bench's modes: every between-graph strategy, sync and async where
                 it can be, and in-graph across the cluster (label -> Preset)
-  ABLATIONS     the between-graph rows of ablations' variable_update (label -> Preset)
+  ABLATIONS     ablations' variable_update: in-graph strategies and all-reduce algorithms in
+                one process, then every between-graph mode (label -> Preset)
   LINKS         links_study's --modes (name -> Preset)
   COMBOS        four_combos' combinations: in-graph (one process, a replica per device) or
                 between-graph, sync or async (name -> Preset)
@@ -27,6 +31,8 @@ class Preset:
       synchronous: False: --cross_replica_sync=false.
       num_ps: ps tasks; None: one where the strategy keeps variables on ps tasks, else none.
       controller: the launcher starts an in-graph client task of its own.
+      options: further `tfhp.config.ReplicationConfig` fields, (name, value) pairs; each is
+        also the tfhp flag of that name.
     """
     label: str
     update: str = modes.DEFAULT_STRATEGY
@@ -34,6 +40,7 @@ class Preset:
     synchronous: bool = True
     num_ps: int = None
     controller: bool = False
+    options: tuple = ()
 
     @property
     def ps_tasks(self):
@@ -55,7 +62,18 @@ class Preset:
             args.append('--graph_mode=' + self.graph_mode)
         if not self.synchronous:
             args.append('--cross_replica_sync=false')
-        return args
+        return args + ['--%s=%s' % (name, str(value).lower() if isinstance(value, bool)
+                                    else value) for name, value in self.options]
+
+    def config_fields(self):
+        """Its (ReplicationConfig, ClusterConfig) fields, for a run built in-process."""
+        return (dict(self.options, variable_update=self.update),
+                {'cross_replica_sync': self.synchronous})
+
+
+def _local(label, update=modes.DEFAULT_STRATEGY, synchronous=True, **options):
+    """A one-process preset, the towers on this process's devices."""
+    return Preset(label, update, modes.LOCAL, synchronous, options=tuple(options.items()))
 
 
 def _between_graph(label_format):
@@ -74,6 +92,25 @@ def _by_label(presets):
     return {p.label: p for p in presets}
 
 
+REPLICATION = _by_label([
+    _local('parameter_server'),
+    _local('parameter_server_staged', staged_vars=True),
+    _local('parameter_server_async', synchronous=False),
+    _local('independent', 'independent'),
+    _local('replicated', 'replicated'),
+    _local('replicated_pscpu#2', 'replicated', all_reduce_spec='pscpu#2'),
+    _local('replicated_psgpu', 'replicated', all_reduce_spec='psgpu'),
+    _local('replicated_xring', 'replicated', all_reduce_spec='xring'),
+    _local('replicated_collective', 'replicated', all_reduce_spec='collective'),
+    _local('replicated_hierarchical_copy', 'replicated', hierarchical_copy=True),
+    _local('replicated_xring_repacking2', 'replicated', all_reduce_spec='xring',
+           gradient_repacking=2),
+    _local('replicated_xring_small_grads', 'replicated', all_reduce_spec='pscpu:4k:xring',
+           agg_small_grads_max_bytes=65536),
+    _local('replicated_xring_bfloat16', 'replicated', all_reduce_spec='xring',
+           gradient_transfer_dtype='bfloat16'),
+])
+
 DISTRIBUTED = _by_label(_between_graph('%s') + [
     Preset('in-graph sync', graph_mode=modes.IN_GRAPH),
     Preset('in-graph async', graph_mode=modes.IN_GRAPH, synchronous=False),
@@ -81,6 +118,14 @@ DISTRIBUTED = _by_label(_between_graph('%s') + [
 ])
 
 ABLATIONS = _by_label([
+    _local('parameter_server'),
+    _local('parameter_server staged_vars', staged_vars=True),
+    _local('independent', 'independent'),
+    _local('replicated (copy to CPU)', 'replicated'),
+    _local('replicated pscpu', 'replicated', all_reduce_spec='pscpu'),
+    _local('replicated xring', 'replicated', all_reduce_spec='xring'),
+    _local('replicated collective', 'replicated', all_reduce_spec='collective'),
+    _local('replicated nccl', 'replicated', all_reduce_spec='nccl'),
     Preset('between-graph parameter_server sync', 'parameter_server'),
     Preset('between-graph parameter_server async', 'parameter_server', synchronous=False),
     Preset('between-graph distributed_replicated', 'distributed_replicated'),

@@ -1,12 +1,13 @@
 """In-graph replication: images/sec of each variable update and all-reduce choice vs devices.
 
-Every variant trains the same small model on synthetic data on 1, 2 and 4 devices (virtual CPU
-devices on a CPU: they share the host's cores, so more devices add communication and
-scheduling work, never compute). Scaling efficiency is images/sec on N devices over N times the
-variant's own one-device figure, per repeat (repeat r on N devices over repeat r on one).
+Every variant (`presets.REPLICATION`) trains the same small model on synthetic data on 1, 2 and
+4 devices (virtual CPU devices on a CPU: they share the host's cores, so more devices add
+communication and scheduling work, never compute). Scaling efficiency is images/sec on N devices
+over N times the variant's own one-device figure, per repeat (repeat r on N devices over repeat
+r on one).
 
-Every (variant, devices) row runs --repeats times, seeds --tf_random_seed + r, in rounds over
-all rows (a slow spell of the machine hits them alike); figures are median [min-max] over the
+Every (variant, devices) row runs --repeats times, seeds --seed + r, in rounds over all rows
+(a slow spell of the machine hits them alike); figures are median [min-max] over the
 repeats, '*' marking a range apart from `independent`'s at the same device count (no
 aggregation at all: the reference; experiments/stats.py). Prints a table and one JSON line per
 row (appended to --result_file if given); --plot draws images/sec and efficiency vs devices.
@@ -16,59 +17,31 @@ row (appended to --result_file if given); --plot draws images/sec and efficiency
 """
 import functools
 
-from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import frame
+from experiments import presets
 from experiments import stats
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp import plots
 
-# name -> (ReplicationConfig fields, ClusterConfig fields)
-VARIANTS = {
-    'parameter_server': ({}, {}),
-    'parameter_server_staged': ({'staged_vars': True}, {}),
-    'parameter_server_async': ({}, {'cross_replica_sync': False}),
-    'independent': ({'variable_update': 'independent'}, {}),
-    'replicated': ({'variable_update': 'replicated'}, {}),
-    'replicated_pscpu#2': ({'variable_update': 'replicated', 'all_reduce_spec': 'pscpu#2'}, {}),
-    'replicated_psgpu': ({'variable_update': 'replicated', 'all_reduce_spec': 'psgpu'}, {}),
-    'replicated_xring': ({'variable_update': 'replicated', 'all_reduce_spec': 'xring'}, {}),
-    'replicated_collective': ({'variable_update': 'replicated',
-                               'all_reduce_spec': 'collective'}, {}),
-    'replicated_hierarchical_copy': ({'variable_update': 'replicated',
-                                      'hierarchical_copy': True}, {}),
-    'replicated_xring_repacking2': ({'variable_update': 'replicated', 'all_reduce_spec': 'xring',
-                                     'gradient_repacking': 2}, {}),
-    'replicated_xring_small_grads': ({'variable_update': 'replicated',
-                                      'all_reduce_spec': 'pscpu:4k:xring',
-                                      'agg_small_grads_max_bytes': 65536}, {}),
-    'replicated_xring_bfloat16': ({'variable_update': 'replicated', 'all_reduce_spec': 'xring',
-                                   'gradient_transfer_dtype': 'bfloat16'}, {}),
-}
-
 FLAGS = flags.FLAGS
 
 
 def define_flags():
-    """Defines the script's flags.
+    """Defines the study's own flags (the common ones are the frame's).
 
     Called only when run as a script: importing the module (e.g. from tests, beside other
     experiments that define flags of the same names) defines none.
     """
-    flags.DEFINE_list('variants', sorted(VARIANTS), 'Variants to run (see VARIANTS).')
+    flags.DEFINE_list('variants', sorted(presets.REPLICATION),
+                      'Variants to run (experiments/presets.py: REPLICATION).')
     flags.DEFINE_list('devices', ['1', '2', '4'], 'Device counts.')
     flags.DEFINE_string('model', 'lenet', 'Model (small: the point is communication).')
     flags.DEFINE_integer('batch_size', 32, 'Per-device batch size.')
-    flags.DEFINE_integer('num_batches', 30, 'Timed steps per run.')
-    flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per run.')
-    flags.DEFINE_integer('repeats', 3, 'Runs of each row (seeds --tf_random_seed + r).')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
-    flags.DEFINE_string('plot', None, 'Write images/sec and scaling efficiency vs devices '
-                        'here (PNG; needs matplotlib).')
 
 
 REFERENCE = 'independent'
@@ -77,8 +50,9 @@ FIGURES = ('images_per_sec', 'step_time_ms_p50', 'scaling_efficiency', 'final_lo
 
 def measure(variant, num_devices, model, batch_size, num_batches, num_warmup_batches,
             seed=1234):
-    """One benchmark run of `variant` on `num_devices` devices; returns its JSON record."""
-    replication, cluster = VARIANTS[variant]
+    """One benchmark run of `variant` (a `presets.REPLICATION` name) on `num_devices` devices;
+    returns its JSON record."""
+    replication, cluster = presets.REPLICATION[variant].config_fields()
     cfg = config_lib.BenchmarkConfig(
         model=config_lib.ModelConfig(name=model, batch_size=batch_size),
         device=config_lib.DeviceConfig(num_devices=num_devices),
@@ -115,6 +89,13 @@ TABLE = [('variant', 'variant', None), ('devices', 'num_devices', '%d'),
          ('efficiency', 'scaling_efficiency', '%.2f')]
 
 
+def add_efficiencies(records):
+    """`add_efficiency` of each variant's records."""
+    for variant in dict.fromkeys(r['variant'] for r in records):
+        add_efficiency([r for r in records if r['variant'] == variant])
+    return records
+
+
 def print_tables(records):
     """One table per device count, marked against `independent` at that count."""
     for n in sorted({r['num_devices'] for r in records}):
@@ -145,22 +126,16 @@ def plot(records, path):
                       xticks=[(n, str(n)) for n in counts])
 
 
-def main(_):
-    common.check_plot(FLAGS.plot)
+def study():
+    """Every variant of --variants on every device count, measured and reported."""
     compat.enable_graph_mode()
-    rows = [(v, int(n)) for v in FLAGS.variants for n in FLAGS.devices]
-    records = common.repeat_in_rounds(
-        [functools.partial(measure, v, n, FLAGS.model, FLAGS.batch_size, FLAGS.num_batches,
-                           FLAGS.num_warmup_batches) for v, n in rows],
-        FLAGS.repeats, FLAGS.tf_random_seed, FIGURES)
-    for variant in FLAGS.variants:
-        add_efficiency([r for r in records if r['variant'] == variant])
-    print_tables(records)
-    common.write_records(records, FLAGS.result_file)
-    if FLAGS.plot:
-        plot(records, FLAGS.plot)
+    frame.run([functools.partial(measure, v, int(n), FLAGS.model, FLAGS.batch_size, FLAGS.steps,
+                                 FLAGS.warmup_steps)
+               for v in FLAGS.variants for n in FLAGS.devices],
+              FIGURES, print_tables, finish=add_efficiencies, plot=plot)
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    frame.main(study, steps=30, warmup_steps=5,
+               plot='images/sec and scaling efficiency vs devices')

@@ -3,6 +3,7 @@ import functools
 
 from experiments import allreduce_bench
 from experiments import common
+from experiments import presets
 from experiments import replication_bench
 
 
@@ -12,15 +13,15 @@ def test_replication_bench_measures_a_variant():
     assert record['images_per_sec'] > 0 and record['seed'] == 11
     assert record['config']['replication']['gradient_repacking'] == 2
     assert record['config']['run']['tf_random_seed'] == 11
-    assert set(replication_bench.VARIANTS) >= {'parameter_server', 'independent',
-                                               'replicated', 'parameter_server_async'}
+    assert set(presets.REPLICATION) >= {'parameter_server', 'independent', 'replicated',
+                                        'parameter_server_async'}
 
 
 def test_replication_bench_repeats_and_pairs_the_efficiency_by_repeat():
     records = common.repeat_in_rounds(
         [functools.partial(replication_bench.measure, 'independent', n, 'trivial', 2, 1, 1)
          for n in (1, 2)], 2, 5, replication_bench.FIGURES)
-    one, two = replication_bench.add_efficiency(records)
+    one, two = replication_bench.add_efficiencies(records)
     assert one['seeds'] == two['seeds'] == [5, 6]
     assert one['scaling_efficiency']['values'] == [1.0, 1.0]
     assert two['scaling_efficiency']['values'] == [
