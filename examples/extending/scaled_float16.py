@@ -26,7 +26,8 @@ class ScaledFloat16(base.Compressor):
     def compress(self, tensor):
         return tf.cast(tensor * self._scale, tf.float16)
 
-    def decompress(self, payload, dtype):
+    def decompress(self, payload, dtype, shape):
+        del shape  # a cast keeps it
         return tf.cast(payload, dtype) / self._scale
 
 
@@ -41,8 +42,9 @@ def main():
     with tf.Graph().as_default(), tf.Session() as sess:
         for name in ('float16', 'scaled_float16'):
             compressor = compression.get(name)
-            back = sess.run(compressor.decompress(compressor.compress(tf.constant(grads)),
-                                                  tf.float32))
+            tensor = tf.constant(grads)
+            back = sess.run(compressor.decompress(compressor.compress(tensor), tf.float32,
+                                                  tensor.shape))
             errors[name] = float(np.max(np.abs(back - grads) / grads))
     print('largest relative error on 1e-8..1e-4: %s' % ', '.join(
         '%s %.2g' % item for item in errors.items()))

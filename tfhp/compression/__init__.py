@@ -1,7 +1,14 @@
 """Gradient compression schemes, registered by name (--gradient_compression).
 
-  base   the Compressor interface: compress on the sender, decompress where the gradient is used
-  cast   float16 and bfloat16 transfer
+  base     the Compressor interface: compress on the sender, decompress where the gradient is
+           used; error feedback (a residual per gradient)
+  cast     float16 and bfloat16 transfer (summable)
+  sign     1 bit per element and a scale (EF-SignSGD), with or without error feedback
+  sparse   k of n elements as values and indices; which k: topk (largest magnitudes, with or
+           without error feedback), randomk (a uniform draw, with error feedback)
+
+The schemes that cannot be summed (sign, topk, randomk) ride the all-reduce as an all-gather of
+their payloads (`tfhp.ops.allgather`) and reach a ps as one payload per sender.
 
 `get(name)` returns the scheme ('none': None, gradients travel as they are). A new scheme is a
 file with its Compressor subclass and one `register` line below (docs/extending.md). This module
@@ -50,3 +57,8 @@ def names():
 
 register('float16', 'tfhp.compression.cast:Cast', 'float16')
 register('bfloat16', 'tfhp.compression.cast:Cast', 'bfloat16')
+register('sign', 'tfhp.compression.sign:Sign')
+register('sign_noef', 'tfhp.compression.sign:Sign', False)
+register('topk', 'tfhp.compression.topk:TopK', 0.01)
+register('topk_noef', 'tfhp.compression.topk:TopK', 0.01, False)
+register('randomk', 'tfhp.compression.randomk:RandomK', 0.01)

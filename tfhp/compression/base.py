@@ -5,10 +5,30 @@ and returns the payload that crosses the link; `decompress` runs where the gradi
 returns a tensor of the gradient's shape in the requested dtype. Between them the payload may be
 summed with other senders' payloads on the way (an all-reduce, a ps accumulator) only when the
 compressor is `summable`: a cast is (the sum of float16 tensors is a float16 tensor), a sign or
-a top-k selection is not. Schemes register by name (`tfhp.compression.register`); the flag
+a top-k selection is not. A payload that cannot be summed is a tuple of tensors (e.g. values and
+their indices); the all-reduce then gathers every sender's payload to every device
+(`tfhp.ops.allgather`) and each device decompresses and adds them, and a ps decompresses each
+worker's payload before it aggregates.
+
+Error feedback (the only state a scheme keeps): a scheme with `error_feedback` remembers, per
+gradient, what its payloads have left out so far, and sends it later. Senders call `send`,
+never `compress` directly:
+
+  1. the first `send` of a gradient makes its residual r, a local variable of the gradient's
+     shape on the sender's device, zero at first (one per call: per tower and variable, or per
+     pack);
+  2. each step the payload is compress(g + r), and r becomes g + r - decompress(payload);
+  3. so after any number of steps, what was sent plus r equals the sum of the gradients: no
+     part of a gradient is lost, it is only late (Seide et al. 2014; Karimireddy et al. 2019).
+
+The residual is a local variable (run `tf.local_variables_initializer()`); checkpoints do not
+hold it, so a restored run starts with r = 0. Schemes without error feedback keep no state and
+`send` is `compress`. Schemes register by name (`tfhp.compression.register`); the flag
 --gradient_compression picks one.
 """
 import abc
+
+import tensorflow.compat.v1 as tf
 
 
 class Compressor(abc.ABC):
@@ -17,18 +37,42 @@ class Compressor(abc.ABC):
     Attributes:
       name: the --gradient_compression value that picks it.
       summable: payloads of several senders can be added as they travel, so the existing
-        all-reduce algorithms and the ps's accumulators carry them unchanged.
+        all-reduce algorithms and the ps's accumulators carry them unchanged. A scheme that is
+        not summable returns a tuple of tensors from `compress`.
       wire_ratio: bytes on the wire per byte of the float32 gradient (0.5 for a 16-bit cast),
         for the link bound's expected traffic.
+      error_feedback: `send` adds a per-gradient residual of what earlier payloads left out
+        (the module docstring's protocol).
     """
     name = None
     summable = True
     wire_ratio = 1.0
+    error_feedback = False
 
     @abc.abstractmethod
     def compress(self, tensor):
         """The payload of a dense floating `tensor`, built in the caller's device scope."""
 
     @abc.abstractmethod
-    def decompress(self, payload, dtype):
-        """The gradient that `payload` carries, as a tensor of `dtype`, in the caller's scope."""
+    def decompress(self, payload, dtype, shape):
+        """The gradient that `payload` carries, as a tensor of `dtype` and static `shape`, in
+        the caller's scope."""
+
+    def send(self, tensor):
+        """The payload to send for `tensor` this step, in the caller's (the sender's) device
+        scope: `compress(tensor)`, or with error feedback `compress(tensor + residual)`, the
+        residual updated before the payload is available."""
+        if not self.error_feedback:
+            return self.compress(tensor)
+        if not tensor.shape.is_fully_defined():
+            raise ValueError('error feedback keeps a residual of the gradient\'s shape, which '
+                             'must be static; %s has shape %s' % (tensor.name, tensor.shape))
+        residual = tf.Variable(tf.zeros(tensor.shape, tensor.dtype), trainable=False,
+                               collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                               name='error_feedback_residual')
+        corrected = tensor + residual.read_value()
+        payload = self.compress(corrected)
+        sent = self.decompress(payload, tensor.dtype, tensor.shape)
+        keep = residual.assign(corrected - sent, read_value=False)
+        with tf.control_dependencies([keep]):
+            return tf.nest.map_structure(tf.identity, payload)

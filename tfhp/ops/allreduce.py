@@ -16,8 +16,20 @@ This module owns the interface and the algorithms built from plain adds and copi
   leaders, then a copy back within each group (the two-level `a/b` specs and
   tf_cnn_benchmarks' `--hierarchical_copy`).
 - `BySize`: picks an algorithm by the tensor's element count (the `alg:limit:alg` ranges).
-- `Compressed`: compresses before communication (a summable `tfhp.compression` scheme, e.g.
-  a 16-bit cast) and decompresses after.
+- `Compressed`: compresses before communication (a `tfhp.compression` scheme) and
+  decompresses after. A summable payload (a 16-bit cast) is all-reduced as it is; one that
+  cannot be summed (sign, top-k, random-k) is all-gathered along the algorithm's own topology
+  (`AllReduce.all_gather`), then every device decompresses every payload and adds them.
+
+Which all-gather each algorithm's topology becomes (`tfhp.ops.allgather`):
+
+  CopyToDevice   `star` through the reduce device (the next one, round robin per tensor;
+                 payloads are not cut into shards)
+  Ring           `ring` around the same device order (one ring: payloads are not cut)
+  Hierarchical   `hierarchical` over the same groups, the leaders gathering with the outer
+                 algorithm's all-gather (one group: the inner algorithm's)
+  BySize         the all-gather of the algorithm the tensor's size picks
+  NCCL, collective  none: they refuse payloads that cannot be summed
 
 The ring (`tfhp.ops.ring`), NCCL (`tfhp.ops.nccl`) and TensorFlow collective
 (`tfhp.ops.collective`) algorithms implement the same interface.
@@ -25,6 +37,8 @@ The ring (`tfhp.ops.ring`), NCCL (`tfhp.ops.nccl`) and TensorFlow collective
 import abc
 
 import tensorflow.compat.v1 as tf
+
+from tfhp.ops import allgather
 
 
 def split_sizes(total, parts):
@@ -93,6 +107,25 @@ class AllReduce(abc.ABC):
     def _all_reduce(self, tensors, devices):
         """Sums two or more validated tensors; see `__call__`."""
 
+    def all_gather(self, payloads, devices, size):
+        """Every device's payload on every device, along this algorithm's topology, for
+        payloads that cannot be summed (`tfhp.ops.allgather`).
+
+        Args:
+          payloads: one tuple of tensors per device, each on its device.
+          devices: the device of each payload.
+          size: the element count of the tensor the payloads stand for (`BySize` chooses by
+            it).
+        Returns:
+          gathered[d][s]: payload s on device d.
+        Raises:
+          ValueError: the algorithm has no all-gather (the default).
+        """
+        del payloads, devices, size
+        raise ValueError('the all-reduce %s cannot carry payloads that cannot be summed (it '
+                         'has no all-gather); use a ring, a copy to a device or a hierarchical '
+                         'spec of them' % type(self).__name__)
+
 
 class CopyToDevice(AllReduce):
     """Adds on reduce devices and copies the sum back ("shuffle" reduction).
@@ -131,6 +164,10 @@ class CopyToDevice(AllReduce):
             with tf.device(target):
                 sums.append(tf.add_n([p[s] for p in pieces]))
         return [join_flat(sums, tensors[0].shape, d) for d in devices]
+
+    def all_gather(self, payloads, devices, size):
+        del size  # a payload goes whole to one reduce device: it is not cut
+        return allgather.star(payloads, devices, self._targets(devices, 1)[0])
 
 
 def _worker_of(device):
@@ -178,6 +215,14 @@ class Hierarchical(AllReduce):
                 results[i] = copy_to(total, devices[i])
         return results
 
+    def all_gather(self, payloads, devices, size):
+        groups = self._groups(devices)
+        if len(groups) == 1:
+            return self._inner.all_gather(payloads, devices, size)
+        return allgather.hierarchical(
+            payloads, devices, groups,
+            outer=lambda bundles, leaders: self._outer.all_gather(bundles, leaders, size))
+
 
 class BySize(AllReduce):
     """Chooses an algorithm by the tensor's element count.
@@ -192,45 +237,63 @@ class BySize(AllReduce):
             raise ValueError('BySize ranges must end with an unlimited (None) range')
         self._ranges = list(ranges)
 
-    def _all_reduce(self, tensors, devices):
-        size = num_elements(tensors[0])
+    def _algorithm(self, size):
         for limit, algorithm in self._ranges:
             if limit is None or size <= limit:
-                return algorithm(tensors, devices)
+                return algorithm
         raise AssertionError('unreachable: the last range is unlimited')
+
+    def _all_reduce(self, tensors, devices):
+        return self._algorithm(num_elements(tensors[0]))(tensors, devices)
+
+    def all_gather(self, payloads, devices, size):
+        return self._algorithm(size).all_gather(payloads, devices, size)
 
 
 class Compressed(AllReduce):
     """Compresses floating tensors for the reduction and decompresses the sums afterwards.
 
-    The inner algorithm adds payloads, so the scheme must be summable: a float16/bfloat16 cast
-    halves the bytes moved at the cost of precision, the sum itself being computed in the
-    narrow dtype (float16 keeps ~3 significant digits, bfloat16 ~2).
+    Each device's payload is its compressor's `send` (error feedback, if the scheme keeps it,
+    runs on that device). A summable payload is all-reduced by the inner algorithm, the sum
+    being computed in the payload's dtype (a 16-bit cast: float16 keeps ~3 significant digits,
+    bfloat16 ~2). Any other is all-gathered along the inner algorithm's topology
+    (`AllReduce.all_gather`); every device then decompresses the N payloads and adds them, in
+    sender order, so every device gets the same bits.
 
     Args:
-      inner: the AllReduce run on the payloads.
-      compressor: a summable `tfhp.compression.base.Compressor`.
-    Raises:
-      ValueError: the compressor's payloads cannot be summed.
+      inner: the AllReduce run on the payloads (or whose topology gathers them).
+      compressor: a `tfhp.compression.base.Compressor`.
     """
 
     def __init__(self, inner, compressor):
-        if not compressor.summable:
-            raise ValueError('gradient compression %r cannot be summed by an all-reduce'
-                             % compressor.name)
         self._inner = inner
         self._compressor = compressor
 
     def _all_reduce(self, tensors, devices):
-        original = tensors[0].dtype
-        if not original.is_floating:
+        if not tensors[0].dtype.is_floating:
             return self._inner(tensors, devices)
         payloads = []
         for tensor, device in zip(tensors, devices):
             with tf.device(device):
-                payloads.append(self._compressor.compress(tensor))
+                payloads.append(self._compressor.send(tensor))
+        if self._compressor.summable:
+            return self._reduce(payloads, devices, tensors[0])
+        return self._gather_and_add(payloads, devices, tensors[0])
+
+    def _reduce(self, payloads, devices, like):
         results = []
         for payload, device in zip(self._inner(payloads, devices), devices):
             with tf.device(device):
-                results.append(self._compressor.decompress(payload, original))
+                results.append(self._compressor.decompress(payload, like.dtype, like.shape))
+        return results
+
+    def _gather_and_add(self, payloads, devices, like):
+        gathered = self._inner.all_gather(payloads, devices, num_elements(like))
+        results = []
+        for mine, device in zip(gathered, devices):
+            with tf.device(device):
+                # A stack reduced, not add_n: grappler reorders an AddN's inputs on some
+                # devices and not others, and the copies would drift apart by a rounding.
+                results.append(tf.reduce_sum(tf.stack(
+                    [self._compressor.decompress(p, like.dtype, like.shape) for p in mine]), 0))
         return results

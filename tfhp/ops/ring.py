@@ -7,9 +7,11 @@ All-gather: the complete chunks travel N - 1 more steps around the ring, copied,
 so every device ends with bitwise the same values. Each device sends and receives
 2 (N - 1) / N of the tensor, the least any point-to-point algorithm can move, in 2 (N - 1)
 latency-bound steps, which is why small tensors should be packed first (`tfhp.ops.packing`).
+Payloads that cannot be summed go around the same ring as an all-gather (`tfhp.ops.allgather`).
 """
 import tensorflow.compat.v1 as tf
 
+from tfhp.ops import allgather
 from tfhp.ops import allreduce
 
 
@@ -62,3 +64,7 @@ class Ring(allreduce.AllReduce):
                     gathered[i][r] = result[position]
             return [allreduce.join_flat([c for ring in gathered[i] for c in ring],
                                         tensors[i].shape, devices[i]) for i in range(n)]
+
+    def all_gather(self, payloads, devices, size):
+        del size  # one ring in device order: a payload is not cut into parts
+        return allgather.ring(payloads, devices)

@@ -94,7 +94,8 @@ def _build(builders, name, where, *args):
 
 def _parameter_server(cfg, topology):
     return parameter_server.ParameterServer(topology.tower_devices, topology.variable_devices,
-                                            staged_vars=cfg.staged_reads)
+                                            staged_vars=cfg.staged_reads,
+                                            compressor=compression.get(cfg.compression))
 
 
 def _replicated(cfg, topology):
@@ -195,7 +196,8 @@ def make_all_reduce(replication_config, topology):
     `--all_reduce_spec` if given; else `--hierarchical_copy` (two halves of the towers, then
     across them); else a copy to the local parameter device(s) (the host CPU, or each tower
     device in turn with --local_parameter_device=gpu). Wrapped in `allreduce.Compressed` when
-    --gradient_compression (or --gradient_transfer_dtype) names a scheme.
+    --gradient_compression (or --gradient_transfer_dtype) names a scheme: a scheme that cannot
+    be summed is all-gathered along the algorithm's topology (`allreduce.AllReduce.all_gather`).
     """
     cfg, devices = replication_config, topology.tower_devices
     if cfg.all_reduce_spec:

@@ -16,10 +16,14 @@ Update = collections.namedtuple('Update', [
 
 
 def map_values(grad, fn):
-    """fn applied to a gradient's values: a dense tensor, or an IndexedSlices' values (kept
-    sparse); None stays None. Ops are made in the caller's device and control scopes."""
+    """fn applied to a gradient's values: a dense tensor, an IndexedSlices' values (kept
+    sparse), or each tensor of a compressed payload that cannot be summed (a tuple,
+    `tfhp.replication.transfer`); None stays None. Ops are made in the caller's device and
+    control scopes."""
     if grad is None:
         return None
+    if isinstance(grad, tuple):
+        return tuple(fn(t) for t in grad)
     if isinstance(grad, tf.IndexedSlices):
         return tf.IndexedSlices(fn(grad.values), grad.indices, grad.dense_shape)
     return fn(grad)

@@ -48,10 +48,17 @@ class CollectiveWorkers(base.VariableManager):
       compressor: all-reduce the workers' means compressed by this `tfhp.compression`
         scheme, which must be summable (None: as they are); a cast's sum is computed in its
         dtype.
+    Raises:
+      ValueError: the compressor's payloads cannot be summed (the collective all-reduce
+        adds them; it has no all-gather here).
     """
 
     def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0,
                  compressor=None):
+        if compressor is not None and not compressor.summable:
+            raise ValueError('gradient compression %r cannot be summed, and the workers\' '
+                             'collective all-reduce adds what it carries; use a summable '
+                             'scheme, or a ps' % compressor.name)
         self._device = tower_devices[0]
         self._copies = master_copies.MasterCopies(tower_devices, self._device,
                                                 copy_first_tower=False)

@@ -159,7 +159,8 @@ class SyncReplicas(base.PlacementDelegate):
         with tf.name_scope(scopes.AGGREGATE):
             step_read = local_step.read_value()
             # 2. Late? Read the global step only once the gradients are ready.
-            with tf.control_dependencies([g for g, _ in grads_and_vars]):
+            # A payload that cannot be summed is a tuple of tensors: wait for each.
+            with tf.control_dependencies(tf.nest.flatten([g for g, _ in grads_and_vars])):
                 late = tf.less(step_read, global_step.read_value())
             count = self._dropped.assign_add(tf.cast(late, tf.int64), read_value=False)
             # 3. Send, tagged with the local step.

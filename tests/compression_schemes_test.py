@@ -1,0 +1,130 @@
+"""The schemes that cannot be summed (sign, top-k, random-k): exact packing and selection, error
+feedback that loses nothing, and payloads of the size their wire_ratio says."""
+import math
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tfhp import compression
+from tfhp.compression import sign
+
+EF_SCHEMES = ('sign', 'topk', 'randomk')
+NOEF_SCHEMES = ('sign_noef', 'topk_noef')
+
+
+def _round_trip(compressor, value):
+    """(payload, decompressed) of `value` through `compressor`, evaluated."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tensor = tf.constant(value)
+        payload = compressor.compress(tensor)
+        return sess.run((payload, compressor.decompress(payload, tf.float32, tensor.shape)))
+
+
+def test_the_registry_names_the_new_schemes_none_summable():
+    assert compression.names()[3:] == ('sign', 'sign_noef', 'topk', 'topk_noef', 'randomk')
+    for name in EF_SCHEMES + NOEF_SCHEMES:
+        compressor = compression.get(name)
+        assert compressor.name == name and not compressor.summable
+        assert compressor.error_feedback == (name in EF_SCHEMES)
+
+
+@pytest.mark.parametrize('n', [1, 7, 8, 13, 1001])
+def test_sign_packing_round_trips_exactly(n):
+    bits = np.random.RandomState(n).randint(0, 2, n).astype(np.uint8)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        packed = sign.pack(tf.constant(bits))
+        got_packed, got_bits = sess.run((packed, sign.unpack(packed, n)))
+    assert got_packed.dtype == np.uint8 and got_packed.shape == (math.ceil(n / 8),)
+    np.testing.assert_array_equal(got_bits, bits)
+
+
+def test_sign_sends_bit_j_of_byte_i_for_element_8i_plus_j_and_the_mean_magnitude():
+    value = np.array([[1.0, -2.0, 3.0, 0.5], [-0.5, -1.0, 0.0, 2.0], [-4.0, 1.0, 1.0, 1.0]],
+                     np.float32)
+    (bits, scale), back = _round_trip(compression.get('sign'), value)
+    # Elements 0-7: + - + + - - + +  -> 1 + 4 + 8 + 64 + 128; elements 8-11: - + + + -> 14.
+    np.testing.assert_array_equal(bits, [205, 14])
+    assert scale == pytest.approx(np.abs(value).mean())
+    np.testing.assert_allclose(back, np.where(value >= 0, 1.0, -1.0) * np.abs(value).mean(),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize('n, k', [(7, 1), (1000, 10), (1050, 11)])
+def test_topk_keeps_exactly_the_k_largest_magnitudes(n, k):
+    rng = np.random.RandomState(n)
+    value = (rng.permutation(n) + 1.0).astype(np.float32) * rng.choice([-1, 1], n)
+    (values, indices), back = _round_trip(compression.get('topk'), value)
+    assert values.shape == indices.shape == (k,) and indices.dtype == np.int32
+    largest = np.argsort(np.abs(value))[-k:]
+    assert sorted(indices) == sorted(largest)
+    np.testing.assert_array_equal(back[largest], value[largest])
+    assert np.count_nonzero(back) == k
+
+
+def test_randomk_sends_k_distinct_uniformly_drawn_elements_exactly():
+    n, draws = 200, 300  # k = 2 of 200 per draw
+    value = np.arange(1, n + 1, dtype=np.float32)
+    compressor = compression.get('randomk')
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(1)
+        tensor = tf.constant(value)
+        payload = compressor.compress(tensor)
+        back = compressor.decompress(payload, tf.float32, tensor.shape)
+        counts = np.zeros(n)
+        for _ in range(draws):
+            (values, indices), dense = sess.run((payload, back))
+            assert len(set(indices)) == 2
+            np.testing.assert_array_equal(values, value[indices])
+            np.testing.assert_array_equal(dense[indices], value[indices])
+            assert np.count_nonzero(dense) == 2
+            counts[indices] += 1
+    # Each element is drawn 3 times on average (600 draws over 200 elements): a uniform draw
+    # leaves few unseen (e**-3 of them: ~10) and none drawn often (P(>= 13) < 1e-5 each).
+    assert (counts == 0).sum() < 25 and counts.max() < 13
+
+
+def _sent_and_residual(name, grads):
+    """Feeds `grads` to one gradient's `send`, step by step; returns (sum of what was sent,
+    the residual after the last step, the local variables `send` made)."""
+    compressor = compression.get(name)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        tf.set_random_seed(2)
+        grad = tf.placeholder(tf.float32, grads[0].shape)
+        sent = compressor.decompress(compressor.send(grad), tf.float32, grad.shape)
+        state = tf.local_variables()
+        sess.run(tf.local_variables_initializer())
+        total = sum(sess.run(sent, {grad: g}) for g in grads)
+        return total, sess.run(state), state
+
+
+@pytest.mark.parametrize('name', EF_SCHEMES)
+def test_error_feedback_loses_nothing_what_was_sent_plus_the_residual_is_the_gradients(name):
+    rng = np.random.RandomState(3)
+    grads = [rng.normal(size=(10, 30)).astype(np.float32) for _ in range(5)]
+    sent, [residual], [variable] = _sent_and_residual(name, grads)
+    assert 'error_feedback_residual' in variable.op.name
+    np.testing.assert_allclose(sent + residual, np.sum(grads, axis=0), atol=1e-5)
+    # Compression did leave something out, still held for later.
+    assert np.abs(residual).max() > 0.1
+
+
+@pytest.mark.parametrize('name', NOEF_SCHEMES)
+def test_without_error_feedback_what_is_left_out_is_lost(name):
+    rng = np.random.RandomState(3)
+    grads = [rng.normal(size=(10, 30)).astype(np.float32) for _ in range(5)]
+    sent, residuals, _ = _sent_and_residual(name, grads)
+    assert residuals == []
+    assert np.abs(sent - np.sum(grads, axis=0)).max() > 1.0
+
+
+@pytest.mark.parametrize('name', EF_SCHEMES)
+def test_the_payload_bytes_are_what_wire_ratio_says(name):
+    n = 3200  # float32: 12800 bytes
+    compressor = compression.get(name)
+    with tf.Graph().as_default():
+        payload = compressor.compress(tf.zeros([40, 80]))
+        nbytes = sum(t.shape.num_elements() * t.dtype.size for t in payload)
+    # sign: 400 bytes of bits and a 4-byte scale; top-k, random-k: 32 values and 32 indices.
+    assert nbytes == {'sign': 404, 'topk': 256, 'randomk': 256}[name]
+    assert abs(nbytes - compressor.wire_ratio * 4 * n) <= 4
