@@ -168,8 +168,19 @@ def test_the_cpu_sampler_reads_the_busy_share_of_a_window():
 
 def test_oversubscription_is_named_with_its_counts_unless_compute_is_emulated():
     warning = cpu_load.oversubscription(4, 3, emulated=False, num_cores=2)
-    assert warning.startswith('4 workers and 3 ps tasks share 2 cores: each worker computes '
+    assert warning.startswith('7 tasks (4 workers, 3 ps) share 2 cores: each worker computes '
                               'about 3.5x slower than alone')
-    assert '--emulated_compute=PROFILE' in warning
+    assert warning.endswith('python -m tfhp.calibrate --model=MODEL --output=MODEL.json, then '
+                            'the same job with --emulated_compute=MODEL.json')
+    # With the cores' busy share and the job's model flags: the exact commands.
+    warning = cpu_load.oversubscription(
+        2, 1, emulated=False, num_cores=2, busy=timing.Range.of([0.97, 0.93, 0.95]),
+        model_flags=('--model=resnet20', '--data_name=cifar10'))
+    assert warning == (
+        '3 tasks (2 workers, 1 ps) share 2 cores, 95% [93%\u201397%] busy in the timed steps: '
+        'each worker computes about 1.5x slower than alone, so this job measures the cores, '
+        'not the cluster. Emulated compute measures the cluster: python -m tfhp.calibrate '
+        '--model=resnet20 --data_name=cifar10 --output=resnet20.json, then the same job with '
+        '--emulated_compute=resnet20.json')
     assert cpu_load.oversubscription(4, 3, emulated=True, num_cores=2) is None
     assert cpu_load.oversubscription(1, 1, emulated=False, num_cores=2) is None

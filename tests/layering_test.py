@@ -51,7 +51,9 @@ ALLOWED = {
     # Data-set writers share the record format with the pipelines (its one definition).
     'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat',
                    'tfhp.startup'),
-    'tfhp/profiling/': ('tfhp.profiling', 'tfhp.ops', 'tfhp.session', 'tfhp.modes'),
+    # timing: a figure over repeats (Range), for the cluster verdict.
+    'tfhp/profiling/': ('tfhp.profiling', 'tfhp.ops', 'tfhp.session', 'tfhp.modes',
+                        'tfhp.timing'),
 }
 
 

@@ -17,8 +17,13 @@ Cluster mode, `python -m tfhp.diagnose --num_worker_tasks=2 --num_ps_tasks=1
 of that rate (`tfhp.launch`, `tfhp.launcher.links`; needs root), the same job on loopback, and
 one worker's configuration in one process (its compute alone), then prints each one's step
 time, the link exposure, the communication exposure, the bytes each NIC moved per timed step
-with the least time they take at its rate, the ps NIC's W x S / (K x B), and a verdict
-(`tfhp.profiling.link_bound`).
+with the least time they take at its rate, the ps NIC's W x S / (K x B), how busy the cores
+were, and a verdict (`tfhp.profiling.link_bound`). Any model of the zoo, real or emulated
+(--emulated_compute). --repeats=R runs the three R times in rounds (seeds --tf_random_seed + r)
+and prints each figure as median [min-max]; the verdict is drawn from the medians and says how
+wide the repeats spread. When the workers and ps tasks outnumber the cores and the compute is
+real, the report warns with the counts and the commands of emulated compute
+(`tfhp.launcher.cpu_load.oversubscription`).
 """
 import contextlib
 import dataclasses
@@ -48,6 +53,7 @@ from tfhp.launcher import local_job
 from tfhp.launcher import plan
 from tfhp import modes
 from tfhp import plots
+from tfhp import timing
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 from tfhp.profiling import capture
@@ -63,6 +69,8 @@ flags.DEFINE_string('link_bandwidth', None, 'Cluster mode: every task\'s NIC rat
 flags.DEFINE_string('ps_link_bandwidth', None, 'Cluster mode: the ps tasks\' NIC rate '
                     '(default: --link_bandwidth).')
 flags.DEFINE_float('job_timeout_s', 900.0, 'Cluster mode: bound on each job.')
+flags.DEFINE_integer('repeats', 1, 'Cluster mode: run the jobs this many times (seeds '
+                     '--tf_random_seed + r) and report each figure as median [min-max].')
 
 # The what-if without aggregation: each tower trains alone (no communication at all).
 _INDEPENDENT = modes.names(lambda s: not s.aggregates)[0]
@@ -144,17 +152,28 @@ def diagnose(cfg, log=print):
                                cfg.device.num_devices, shared_cores=cores)
 
 
-# Flags the diagnosed job's tasks do not get: the launcher sets the first, and diagnose runs
-# measure only (no checkpoints, summaries, traces or result files).
+# Flags the diagnosed job's tasks do not get: the launcher sets the first, diagnose runs
+# measure only (no checkpoints, summaries, traces or result files), and each repeat sets its
+# own seed.
 _NOT_FOR_TASKS = set(plan.OWN_FLAGS) | {
     'train_dir', 'save_model_steps', 'save_model_secs', 'save_summaries_steps', 'trace_file',
-    'trace_step', 'trace_memory'}
+    'trace_step', 'trace_memory', 'tf_random_seed'}
+# The benchmark flags besides --model that shape a model's compute (python -m tfhp.calibrate
+# takes each, so that its profile is the job's model).
+_MODEL_FLAGS = ('batch_size', 'image_size', 'data_name', 'num_classes', 'data_format')
 
 
-def task_args(values):
-    """The benchmark flags given on the command line, as every task of the job gets them."""
+def task_args(values, seed):
+    """The benchmark flags given on the command line, as every task of the job gets them, and
+    --tf_random_seed=seed."""
     return [f.serialize() for f in values.get_flags_for_module(cli)
-            if f.present and f.name not in _NOT_FOR_TASKS]
+            if f.present and f.name not in _NOT_FOR_TASKS] + ['--tf_random_seed=%d' % seed]
+
+
+def model_flags(values):
+    """--model=M and the given flags that shape its compute: the calibrate command's flags."""
+    return ['--model=%s' % values.model] + [values[name].serialize() for name in _MODEL_FLAGS
+                                            if values[name].present]
 
 
 def worker_config(values, num_ps, num_workers):
@@ -206,23 +225,42 @@ def _run_job(num_ps, num_workers, args, timeout_s, link_bandwidth=None, ps_link_
     return summary, chief, timed
 
 
+def _expected_traffic(cfg, chief, num_ps, num_workers):
+    """`link_bound.expected_traffic` of the job, from its chief's result (None: no model)."""
+    update = cfg.replication.variable_update
+    if not link_bound.has_traffic_model(update):
+        return None
+    model_bytes = 4 * chief['num_params']
+    ps_bytes = link_bound.ps_task_bytes(chief.get('variable_bytes_by_device', {}), num_ps)
+    if not cfg.replication.strategy.worker_all_reduce and not sum(ps_bytes):
+        ps_bytes = [model_bytes / num_ps] * num_ps  # masters not among the placement
+    compressor = compression.get(cfg.replication.compression)
+    scale = compressor.wire_ratio if compressor else 1.0
+    return link_bound.expected_traffic(update, num_workers, model_bytes,
+                                       ps_bytes if num_ps else None, scale)
+
+
 def diagnose_cluster(values, num_ps, num_workers, link_bandwidth, ps_link_bandwidth=None,
-                     timeout_s=900.0, log=print):
-    """Runs the job on shaped links, on loopback and one worker in one process; diagnoses it.
+                     timeout_s=900.0, repeats=1, log=print):
+    """Runs the job on shaped links, on loopback and one worker in one process, `repeats` times
+    in rounds (round r with --tf_random_seed + r, as the studies do); diagnoses it.
 
     Args:
       values: the parsed flags (the benchmark's configuration).
       num_ps, num_workers: the job's tasks.
       link_bandwidth, ps_link_bandwidth: the NICs' rates (tc units).
       timeout_s: bound on each job.
+      repeats: rounds of the three runs.
       log: called with a line as each run starts.
     Returns:
-      (`tfhp.profiling.link_bound.LinkDiagnosis`, {'shaped', 'loopback', 'one process':
-      their summaries and results}).
+      (`tfhp.profiling.link_bound.RepeatedDiagnosis`, [{'shaped', 'loopback', 'one process',
+      'timed_links': each run's summary, result or timed link report}] per repeat).
     Raises:
       tfhp.config.ConfigError: a flag the job refuses, a bad rate, links this machine cannot
-        make (one line naming what is missing), or a job failed.
+        make (one line naming what is missing), repeats < 1, or a job failed.
     """
+    if repeats < 1:
+        raise config_lib.ConfigError('--repeats=%d: must be at least 1' % repeats)
     try:  # before any work: a bad rate, or a machine that cannot make links
         for rate in filter(None, (link_bandwidth, ps_link_bandwidth)):
             links_lib.parse_rate(rate)
@@ -231,39 +269,58 @@ def diagnose_cluster(values, num_ps, num_workers, link_bandwidth, ps_link_bandwi
         raise config_lib.ConfigError(str(e)) from None
     cfg = worker_config(values, num_ps, num_workers)
     single = one_process_config(cfg)  # refused before any job runs, if it is
-    args = task_args(values)
-    log('running the job on %s links (%d ps, %d workers) ...' % (link_bandwidth, num_ps,
-                                                                  num_workers))
-    shaped, shaped_chief, timed = _run_job(num_ps, num_workers, args, timeout_s,
-                                           link_bandwidth, ps_link_bandwidth)
-    log('running the job on loopback ...')
-    loopback, loopback_chief, _ = _run_job(num_ps, num_workers, args, timeout_s)
-    log('running one worker\'s configuration in one process ...')
-    one = benchmark.run(single, log=lambda _: None)
-    links = shaped['links']
-    per_step = timed['tasks'] if timed else {
-        name: t for name, t in links['tasks'].items() if 'bytes_sent_per_step' in t}
-    measured = {name: (t['bytes_sent_per_step'], t['bytes_received_per_step'])
-                for name, t in per_step.items()}
-    rates = {name: t['link_bps'] for name, t in links['tasks'].items()}
-    update = cfg.replication.variable_update
-    expected = None
-    if link_bound.has_traffic_model(update):
-        model_bytes = 4 * shaped_chief['num_params']
-        ps_bytes = link_bound.ps_task_bytes(shaped_chief.get('variable_bytes_by_device', {}),
-                                            num_ps)
-        if not cfg.replication.strategy.worker_all_reduce and not sum(ps_bytes):
-            ps_bytes = [model_bytes / num_ps] * num_ps  # masters not among the placement
-        compressor = compression.get(cfg.replication.compression)
-        scale = compressor.wire_ratio if compressor else 1.0
-        expected = link_bound.expected_traffic(update, num_workers, model_bytes,
-                                               ps_bytes if num_ps else None, scale)
-    diagnosis = link_bound.diagnose_cluster(
-        shaped_chief['step_time_ms']['p50'], loopback_chief['step_time_ms']['p50'],
-        one['step_time_ms']['p50'], measured, rates, expected,
-        synchronous=cfg.cluster.cross_replica_sync)
-    return diagnosis, {'shaped': shaped, 'loopback': loopback, 'one process': one,
-                       'timed_links': timed}
+    step_ms, measured, runs, expected = [], [], [], None
+    for r in range(repeats):
+        seed = cfg.run.tf_random_seed + r
+        args = task_args(values, seed)
+        log('%srunning the job on %s links (%d ps, %d workers) ...' % (
+            'repeat %d of %d (seed %d): ' % (r + 1, repeats, seed) if repeats > 1 else '',
+            link_bandwidth, num_ps, num_workers))
+        shaped, shaped_chief, timed = _run_job(num_ps, num_workers, args, timeout_s,
+                                               link_bandwidth, ps_link_bandwidth)
+        log('running the job on loopback ...')
+        loopback, loopback_chief, _ = _run_job(num_ps, num_workers, args, timeout_s)
+        log('running one worker\'s configuration in one process ...')
+        one = benchmark.run(_replace(single, 'run', tf_random_seed=seed), log=lambda _: None)
+        links = shaped['links']
+        per_step = timed['tasks'] if timed else {
+            name: t for name, t in links['tasks'].items() if 'bytes_sent_per_step' in t}
+        measured.append({name: (t['bytes_sent_per_step'], t['bytes_received_per_step'])
+                         for name, t in per_step.items()})
+        step_ms.append((shaped_chief['step_time_ms']['p50'],
+                        loopback_chief['step_time_ms']['p50'], one['step_time_ms']['p50']))
+        expected = _expected_traffic(cfg, shaped_chief, num_ps, num_workers)
+        runs.append({'shaped': shaped, 'loopback': loopback, 'one process': one,
+                     'timed_links': timed})
+    rates = {name: t['link_bps'] for name, t in runs[0]['shaped']['links']['tasks'].items()}
+    diagnosis = link_bound.diagnose_repeats(step_ms, measured, rates, expected,
+                                            synchronous=cfg.cluster.cross_replica_sync)
+    return diagnosis, runs
+
+
+def cpu_notes(values, runs, num_cores=None):
+    """The report's lines on the cores: how busy they were in the shaped jobs' timed steps
+    (median [min-max] over the repeats) and, when the tasks oversubscribe them, the warning
+    with its counts and the emulated-compute commands (`cpu_load.oversubscription`).
+
+    Args:
+      values: the parsed flags.
+      runs: `diagnose_cluster`'s runs.
+      num_cores: the cores (default: this process's).
+    """
+    busy = [run['shaped'].get('cpu', {}).get('busy_timed') for run in runs]
+    busy = timing.Range.of(b for b in busy if b is not None) if any(
+        b is not None for b in busy) else None
+    warning = cpu_load.oversubscription(values.num_worker_tasks, values.num_ps_tasks,
+                                        bool(values.emulated_compute), num_cores, busy,
+                                        model_flags(values))
+    if warning:
+        return ['warning: ' + warning]
+    if busy is None:
+        return []
+    return ['the cores were %s busy during the shaped job\'s timed steps%s' % (
+        busy.text('%.0f%%', 100.0),
+        ': the CPU, not the links, set them' if busy.median >= cpu_load.CPU_BOUND else '')]
 
 
 def _main_cluster(values):
@@ -273,23 +330,23 @@ def _main_cluster(values):
     if values.plot:
         raise config_lib.ConfigError('--plot draws the one-process report; it does not apply '
                                      'with --num_worker_tasks')
+    # Said before the runs too, so that a long diagnosis of the cores can be stopped early.
     warning = cpu_load.oversubscription(values.num_worker_tasks, values.num_ps_tasks,
-                                        bool(values.emulated_compute))
+                                        bool(values.emulated_compute),
+                                        model_flags=model_flags(values))
     if warning:
         print('warning: ' + warning)
-    compat.enable_graph_mode()  # for the one-process run
+    compat.enable_graph_mode()  # for the one-process runs
     diagnosis, runs = diagnose_cluster(values, values.num_ps_tasks, values.num_worker_tasks,
                                        values.link_bandwidth, values.ps_link_bandwidth,
-                                       values.job_timeout_s)
-    if not runs['timed_links']:
-        print('(no timed window was sampled: the bytes per step include start-up)')
-    busy = runs['shaped'].get('cpu', {}).get('busy_timed')
-    if busy is not None:
-        print('the cores were %.0f%% busy during the shaped job\'s timed steps%s'
-              % (100 * busy, ': the CPU, not the links, set them' if busy >= cpu_load.CPU_BOUND
-                 else ''))
+                                       values.job_timeout_s, values.repeats)
+    notes = cpu_notes(values, runs)
+    if not all(run['timed_links'] for run in runs):
+        notes.insert(0, '(a repeat sampled no timed window: its bytes per step include '
+                        'start-up)')
     print(link_bound.format_cluster_diagnosis(diagnosis, labels=(
-        'on %s links' % values.link_bandwidth, 'on loopback', 'one process (compute)')))
+        'on %s links' % values.link_bandwidth, 'on loopback', 'one process (compute)'),
+        notes=notes))
     return 0
 
 
@@ -302,6 +359,9 @@ def main(argv):
     try:
         if cli.FLAGS.num_worker_tasks:
             return _main_cluster(cli.FLAGS)
+        if cli.FLAGS.repeats != 1:
+            raise config_lib.ConfigError('--repeats repeats a cluster diagnosis: it applies '
+                                         'with --num_worker_tasks')
         cfg = cli.config_from_flags(cli.FLAGS)
         if cli.FLAGS.plot:
             plots.check_available()

@@ -67,17 +67,20 @@ def test_a_link_bound_job_is_blamed_on_the_links_bandwidth():
         '200 Mbit/s at least 1280 ms, about 2520 ms when reads and gradients take turns; the '
         'links\' bandwidth is the limit: more ps tasks (the ps NIC carries W x S / K), 16-bit '
         'gradients or an all-reduce move fewer bytes per NIC.')
-    report = link_bound.format_cluster_diagnosis(d)
+    # One repeat: the report prints each figure alone, ending with the same verdict.
+    report = link_bound.format_cluster_diagnosis(link_bound.diagnose_repeats(
+        [(2600.0, 300.0, 100.0)], [_measured()], dict.fromkeys(_measured(), 200e6), expected))
     assert report.splitlines()[-1] == d.verdict
-    assert 'ps 0' in report and '1280.0 ms' in report
+    assert '  ps 0         200 Mbit/s    32.00 /    31.00 MB  >=    1280.0 ms' in report
+    assert 'link exposure:           88% (1 - loopback / shaped): 2300.0 ms' in report
 
 
-def test_links_costing_more_than_their_bandwidth_explains_never_blame_latency():
+def test_links_costing_more_than_their_bandwidth_explains_never_name_latency():
     d = link_bound.diagnose_cluster(5000.0, 300.0, 100.0, _measured(),
                                     dict.fromkeys(_measured(), 200e6))
     assert d.model_bound_ms is None and d.turns_ms is None
     assert 'their bandwidth explains 54% of that' in d.verdict    # 2520 of 4700 ms
-    assert 'add no latency' in d.verdict and 'the rest is latency' not in d.verdict
+    assert 'they shape bandwidth only' in d.verdict and 'latency' not in d.verdict
     # Asynchronous steps overlap the directions: only the busier one counts.
     d = link_bound.diagnose_cluster(5000.0, 300.0, 100.0, _measured(),
                                     dict.fromkeys(_measured(), 200e6), synchronous=False)
@@ -92,3 +95,90 @@ def test_distribution_without_link_cost_and_pure_compute():
     d = link_bound.diagnose_cluster(105.0, 104.0, 100.0, _measured(), rates)
     assert d.verdict.startswith('Bottleneck: compute: ')
     assert '(24% of the step)' in d.verdict
+
+
+def test_no_verdict_names_latency():
+    rates = dict.fromkeys(_measured(), 200e6)
+    verdicts = [link_bound.diagnose_cluster(shaped, 300.0, 100.0, _measured(), rates).verdict
+                for shaped in (5000.0, 2600.0, 330.0, 105.0)]   # every branch
+    assert len({v.split(':')[1] for v in verdicts}) == 3
+    assert not [v for v in verdicts if 'latency' in v.lower() or 'round trip' in v.lower()]
+
+
+def _repeats():
+    """Three repeats of a 2-worker ps job at 1 Gbit: the links cost 67%, 54% and 77%."""
+    step_ms = [(900.0, 300.0, 100.0), (700.0, 320.0, 100.0), (1300.0, 300.0, 100.0)]
+    measured = [_measured(), {'ps 0': (30 * MB, 29 * MB), 'worker 0': (15 * MB, 15 * MB)},
+                {'ps 0': (34 * MB, 33 * MB), 'worker 0': (17 * MB, 17 * MB),
+                 'worker 1': (16 * MB, 17 * MB)}]
+    return link_bound.diagnose_repeats(step_ms, measured, dict.fromkeys(_measured(), 1e9),
+                                       synchronous=True)
+
+
+def test_repeats_give_the_median_figures_their_range_and_one_verdict_from_the_medians():
+    r = _repeats()
+    assert len(r.runs) == 3
+    # The medians: 900 ms shaped, 300 on loopback, 100 alone; ps 0 32 MB out, 31 MB in.
+    assert (r.median.shaped_ms, r.median.loopback_ms, r.median.one_process_ms) == (
+        900.0, 300.0, 100.0)
+    assert r.median.measured['ps 0'] == (32 * MB, 31 * MB)
+    assert r.median.measured['worker 1'] == (15.5 * MB, 16.5 * MB)   # 2 repeats measured it
+    link = r.spread('link_exposure')
+    assert (link.median, link.low, link.high, link.n) == (
+        pytest.approx(1 - 300 / 900.0), pytest.approx(1 - 320 / 700.0),
+        pytest.approx(1 - 300 / 1300.0), 3)
+    shaped = r.spread('shaped_ms')
+    assert (shaped.median, shaped.low, shaped.high) == (900.0, 700.0, 1300.0)
+    sent = r.bytes_spread('ps 0', 0)
+    assert (sent.median, sent.low, sent.high) == (32 * MB, 30 * MB, 34 * MB)
+    # The verdict is the medians' (600 of 900 ms; 63 MB in turn at 1 Gbit: 504 ms, 84% of
+    # the link time), then the repeats' spread.
+    assert r.verdict.startswith(
+        'Bottleneck: the network links: they cost 67% of the step (600 of 900 ms, against '
+        'the same job on loopback); ps 0\'s NIC moves 32.0 MB out and 31.0 MB in per step: at '
+        '1 Gbit/s at least 256 ms, about 504 ms when reads and gradients take turns; the '
+        'links\' bandwidth is the limit')
+    assert r.verdict.endswith(
+        ' Over 3 repeats the link exposure spans 54\u201377%, the communication exposure '
+        '86\u201392% and the step on the links 700\u20131300 ms (67% of its median).')
+
+
+def test_the_report_prints_median_and_range_of_every_figure():
+    report = link_bound.format_cluster_diagnosis(
+        _repeats(), notes=['the cores were 50% [40%\u201360%] busy'])
+    lines = report.splitlines()
+    assert lines[:6] == [
+        'runs (the chief\'s median step time; median [min\u2013max] of 3 repeats):',
+        '  on the shaped links          900.00 [700.00\u20131300.00] ms',
+        '  on loopback                  300.00 [300.00\u2013320.00] ms',
+        '  one process (compute)        100.00 [100.00\u2013100.00] ms',
+        'link exposure:           67% [54%\u201377%] (1 - loopback / shaped): '
+        '600.0 [380.0\u20131000.0] ms of the step',
+        'communication exposure:  89% [86%\u201392%] (1 - one process / shaped); '
+        '67% [67%\u201369%] on loopback']
+    assert ('  ps 0           1 Gbit/s 32.00 [30.00\u201334.00] / 31.00 [29.00\u201333.00] MB  '
+            '>=     256.0 ms') in lines
+    assert ('  worker 1       1 Gbit/s 15.50 [15.00\u201316.00] / 16.50 [16.00\u201317.00] MB  '
+            '>=     132.0 ms') in lines
+    assert lines[-3:] == ['the cores were 50% [40%\u201360%] busy', '', _repeats().verdict]
+
+
+def test_a_spread_across_the_significance_line_leaves_the_verdict_unsettled():
+    rates = dict.fromkeys(_measured(), 10e9)
+    # The links cost 3% and 15% (the one process 3% and 15% less): the medians' verdict
+    # (9.5% each) is compute, and not settled.
+    r = link_bound.diagnose_repeats([(310.0, 300.0, 300.0), (353.0, 300.0, 300.0)],
+                                    [_measured(), _measured()], rates)
+    assert r.median.link_exposure == pytest.approx(1 - 300 / 331.5)
+    assert r.verdict.startswith('Bottleneck: compute: ')
+    assert r.verdict.endswith('The link and communication exposures are below 10% in some '
+                              'repeats and above it in others: the verdict is not settled (more '
+                              '--repeats, or emulated compute where the tasks share the cores).')
+    # Past the link line, only the link exposure decides.
+    r = link_bound.diagnose_repeats([(310.0, 300.0, 100.0), (400.0, 300.0, 100.0)],
+                                    [_measured(), _measured()], rates)
+    assert r.verdict.startswith('Bottleneck: the network links: ')
+    assert r.verdict.endswith(' The link exposure is below 10% in some repeats and above it in '
+                              'others: the verdict is not settled (more --repeats, or emulated '
+                              'compute where the tasks share the cores).')
+    assert 'not settled' not in _repeats().verdict

@@ -61,17 +61,32 @@ class CpuSampler(link_traffic.PeriodicSampler):
         return (link_traffic.interpolate(busy, end) - link_traffic.interpolate(busy, begin)) / ticks
 
 
-def oversubscription(num_workers, num_ps, emulated, num_cores=None):
+def oversubscription(num_workers, num_ps, emulated, num_cores=None, busy=None,
+                     model_flags=('--model=MODEL',)):
     """A warning, with the counts, when a job's workers compute on more tasks than there are
     cores (each worker's compute then runs several times slower than alone: a measurement of
-    the cores, not of the cluster); None when they fit or the compute is emulated."""
+    the cores, not of the cluster), offering emulated compute with its commands; None when they
+    fit or the compute is emulated.
+
+    Args:
+      num_workers, num_ps: the job's tasks.
+      emulated: the job's compute is emulated (--emulated_compute).
+      num_cores: the cores the tasks share (default: `cores()`).
+      busy: the cores' busy share in the timed steps, a `tfhp.timing.Range` (None: unknown).
+      model_flags: the job's flags that shape its model's compute, --model first (python -m
+        tfhp.calibrate takes each of them).
+    """
     num_cores = num_cores or cores()
     if emulated or num_workers + num_ps <= num_cores:
         return None
-    return ('%d workers and %d ps tasks share %d cores: each worker computes about %.1fx slower '
-            'than alone, so this job measures the cores, not the cluster; emulated compute '
-            '(python -m tfhp.calibrate, then --emulated_compute=PROFILE) measures the cluster'
-            % (num_workers, num_ps, num_cores, (num_workers + num_ps) / float(num_cores)))
+    model = model_flags[0].split('=', 1)[1]
+    return ('%d tasks (%d workers, %d ps) share %d cores%s: each worker computes about %.1fx '
+            'slower than alone, so this job measures the cores, not the cluster. Emulated '
+            'compute measures the cluster: python -m tfhp.calibrate %s --output=%s.json, then '
+            'the same job with --emulated_compute=%s.json' % (
+                num_workers + num_ps, num_workers, num_ps, num_cores,
+                ', %s busy in the timed steps' % busy.text('%.0f%%', 100.0) if busy else '',
+                (num_workers + num_ps) / float(num_cores), ' '.join(model_flags), model, model))
 
 
 def report(sampler, chief_result, num_tasks):

@@ -20,12 +20,17 @@ The cluster diagnosis (`diagnose_cluster`, run by `python -m tfhp.diagnose --num
   communication exposure  1 - T(one process) / T(shaped links): the share beyond one worker's
                           compute alone (its configuration in one process, no cluster);
 next to the least time the busiest NIC's measured bytes take at its rate and the ps NIC's
-W * S / (K * B). Pure arithmetic: no TensorFlow.
+W * S / (K * B). Over repeats (`diagnose_repeats`), the step times and bytes are the medians of
+the repeats, the figures drawn from them (exposures, bounds) and the verdict those of the
+medians, each figure printed with its [min-max] over the repeats; the verdict says how wide
+that is. Pure arithmetic: no TensorFlow.
 """
 import dataclasses
-from typing import Dict, Optional
+import statistics
+from typing import Dict, Optional, Tuple
 
 from tfhp import modes
+from tfhp import timing
 
 # An exposure below this is noise on a shared machine, not a bottleneck (as tfhp.diagnose's).
 SIGNIFICANT = 0.10
@@ -185,8 +190,9 @@ def _verdict(f):
             why = ('the links\' bandwidth is the limit: more ps tasks (the ps NIC carries '
                    'W x S / K), 16-bit gradients or an all-reduce move fewer bytes per NIC')
         else:
-            # The emulated links shape bandwidth only: no latency can explain the rest.
-            why = ('their bandwidth explains %.0f%% of that; the links add no latency, so the '
+            # The emulated links shape bandwidth only (no delay is added): what their rate
+            # does not explain is waiting, never round trips, so the verdict names none.
+            why = ('their bandwidth explains %.0f%% of that; they shape bandwidth only, so the '
                    'rest is waiting that their bytes bring about (the synchronous barrier, the '
                    'ps applying the update, the tasks\' gRPC on shared cores)'
                    % (100.0 * share))
@@ -212,28 +218,103 @@ def _rate_text(rate_bps):
             '%g Mbit/s' % (rate_bps / 1e6))
 
 
-def format_cluster_diagnosis(d, labels=None):
-    """The report printed by `python -m tfhp.diagnose` in cluster mode, ending with the verdict.
+@dataclasses.dataclass(frozen=True)
+class RepeatedDiagnosis:
+    """The cluster diagnosis of a job run several times (`diagnose_repeats`)."""
+    median: LinkDiagnosis            # of the median step times and bytes
+    runs: Tuple[LinkDiagnosis, ...]  # each repeat's own
+    verdict: str                     # the median's verdict, then how wide the repeats spread
+
+    def spread(self, figure):
+        """The `timing.Range` of a LinkDiagnosis field over the repeats, its centre the
+        median's value (for step times the median itself; for exposures and bounds the value
+        drawn from the medians)."""
+        r = timing.Range.of(getattr(d, figure) for d in self.runs)
+        return dataclasses.replace(r, median=getattr(self.median, figure))
+
+    def bytes_spread(self, task, direction):
+        """The `timing.Range` of a NIC's bytes per step (direction 0: sent, 1: received) over
+        the repeats that measured it."""
+        return timing.Range.of(d.measured[task][direction] for d in self.runs
+                               if task in d.measured)
+
+
+def diagnose_repeats(step_ms, measured, rates_bps, expected=None, synchronous=True):
+    """The cluster diagnosis over repeats: the verdict from the medians, with their spread.
 
     Args:
-      d: a `LinkDiagnosis`.
-      labels: names of the three runs (default: shaped links, loopback, one process).
+      step_ms: [(shaped, loopback, one process) median step times, ms] of each repeat.
+      measured: [{task: (bytes sent, bytes received) per step}] of each repeat's shaped job.
+      rates_bps, expected, synchronous: as `diagnose_cluster` takes them (the same every
+        repeat).
+    Returns:
+      A `RepeatedDiagnosis`.
     """
+    runs = tuple(diagnose_cluster(*times, bytes_, rates_bps, expected, synchronous)
+                 for times, bytes_ in zip(step_ms, measured))
+    tasks = sorted(set().union(*measured))
+    medians = {task: tuple(statistics.median(m[task][i] for m in measured if task in m)
+                           for i in (0, 1)) for task in tasks}
+    median = diagnose_cluster(*[statistics.median(t) for t in zip(*step_ms)], medians,
+                              rates_bps, expected, synchronous)
+    repeated = RepeatedDiagnosis(median, runs, verdict='')
+    return dataclasses.replace(repeated, verdict=median.verdict + _spread_sentence(repeated))
+
+
+def _spread_sentence(r):
+    if len(r.runs) < 2:
+        return ''
+    link = r.spread('link_exposure')
+    communication = r.spread('communication_exposure')
+    shaped = r.spread('shaped_ms')
+    text = (' Over %d repeats the link exposure spans %.0f\u2013%.0f%%, the communication '
+            'exposure %.0f\u2013%.0f%% and the step on the links %.0f\u2013%.0f ms (%.0f%% of '
+            'its median).' % (
+                len(r.runs), 100.0 * link.low, 100.0 * link.high, 100.0 * communication.low,
+                100.0 * communication.high, shaped.low, shaped.high,
+                100.0 * (shaped.high - shaped.low) / shaped.median if shaped.median else 0.0))
+    # The verdict weighs the link exposure first, the communication exposure only below it.
+    deciding = [('link', link)] + ([('communication', communication)]
+                                   if r.median.link_exposure < SIGNIFICANT else [])
+    unsettled = [name for name, spread in deciding if spread.low < SIGNIFICANT <= spread.high]
+    if unsettled:
+        text += (' The %s exposure%s below %.0f%% in some repeats and above it in others: '
+                 'the verdict is not settled (more --repeats, or emulated compute where the '
+                 'tasks share the cores).' % (' and '.join(unsettled),
+                                              ' is' if len(unsettled) == 1 else 's are',
+                                              100.0 * SIGNIFICANT))
+    return text
+
+
+def format_cluster_diagnosis(r, labels=None, notes=()):
+    """The report printed by `python -m tfhp.diagnose` in cluster mode, ending with the verdict.
+
+    Each figure is printed as median [min-max] over the repeats (`timing.Range.text`; alone for
+    one repeat).
+
+    Args:
+      r: a `RepeatedDiagnosis`.
+      labels: names of the three runs (default: shaped links, loopback, one process).
+      notes: lines printed just before the verdict.
+    """
+    d = r.median
     labels = labels or ('on the shaped links', 'on loopback', 'one process (compute)')
-    lines = ['runs (the chief\'s median step time):']
-    for label, ms in zip(labels, (d.shaped_ms, d.loopback_ms, d.one_process_ms)):
-        lines.append('  %-28s %10.2f ms' % (label, ms))
+    lines = ['runs (the chief\'s median step time%s):' % (
+        '; median [min\u2013max] of %d repeats' % len(r.runs) if len(r.runs) > 1 else '')]
+    for label, figure in zip(labels, ('shaped_ms', 'loopback_ms', 'one_process_ms')):
+        lines.append('  %-28s %10s ms' % (label, r.spread(figure).text('%.2f')))
     lines += [
-        'link exposure:           %.0f%% (1 - loopback / shaped): %.1f ms of the step'
-        % (100.0 * d.link_exposure, d.link_ms),
-        'communication exposure:  %.0f%% (1 - one process / shaped); %.0f%% on loopback'
-        % (100.0 * d.communication_exposure, 100.0 * d.loopback_exposure),
+        'link exposure:           %s (1 - loopback / shaped): %s ms of the step'
+        % (r.spread('link_exposure').text('%.0f%%', 100.0), r.spread('link_ms').text('%.1f')),
+        'communication exposure:  %s (1 - one process / shaped); %s on loopback'
+        % (r.spread('communication_exposure').text('%.0f%%', 100.0),
+           r.spread('loopback_exposure').text('%.0f%%', 100.0)),
         'bytes per step, timed steps (sent / received), and their least time at the rate:']
     per_task = bound_ms(d.measured, d.rates_bps)[0]
     for task in sorted(d.measured):
-        sent, received = d.measured[task]
-        lines.append('  %-10s %12s %8.2f / %8.2f MB  >= %9.1f ms' % (
-            task, _rate_text(d.rates_bps[task]), sent / 1e6, received / 1e6, per_task[task]))
+        sent, received = (r.bytes_spread(task, i).text('%.2f', 1e-6) for i in (0, 1))
+        lines.append('  %-10s %12s %8s / %8s MB  >= %9.1f ms' % (
+            task, _rate_text(d.rates_bps[task]), sent, received, per_task[task]))
     if d.model_bound_ms is not None:
         lines.append('expected (W x S / (K x B) at the ps NIC, per direction): >= %.1f ms%s' % (
             d.model_bound_ms, '; reads and gradients in turn: about %.1f ms' % d.turns_ms
@@ -241,5 +322,5 @@ def format_cluster_diagnosis(d, labels=None):
     if d.explained_ms > d.bound_ms:
         lines.append('the busiest NIC\'s measured bytes, both directions in turn: about %.1f ms'
                      % d.explained_ms)
-    lines += ['', d.verdict]
+    lines += list(notes) + ['', r.verdict]
     return '\n'.join(lines)
