@@ -24,6 +24,7 @@ from tfhp import timing
 from tfhp.launcher import cpu_load
 from tfhp.launcher import local_job
 from tfhp.launcher import recovery
+from tfhp.launcher import supervisor
 
 
 def _parse(argv):
@@ -86,6 +87,10 @@ def _print_summary(summary):
         print('[launch] cores %d busy %.0f%% during the timed steps, %d tasks%s'
               % (cpu['cores'], 100 * cpu['busy_timed'], cpu['tasks'],
                  ': the CPU, not the links, set these steps' if cpu['cpu_bound'] else ''))
+    if 'root_cause' in summary:
+        cause = summary['root_cause']
+        print('[launch] root cause: %s (%s): %s' % (cause['task'], supervisor.describe_status(
+            cause['status']), cause['last_line'] or 'no output'))
     if 'recovery' in summary:
         recovered = summary['recovery']
         print('[launch] %d restart(s), %d steps redone, %.1f s lost'

@@ -99,3 +99,12 @@ def test_exit_statuses_in_words():
     assert supervisor.describe_status(-9) == 'killed by SIGKILL'
     assert supervisor.describe_status(143) == 'stopped by SIGTERM (exit status 143)'
     assert supervisor.describe_status(1) == 'exit status 1'
+
+
+def test_the_root_cause_is_the_first_task_that_did_not_merely_react():
+    # The ps noticed first (exit 1: a lost peer); worker 1 exited 2 (a setting at fault).
+    assert supervisor.root_cause([(('ps', 0), 1), (('worker', 1), 2), (('worker', 0), 1)]) == (
+        ('worker', 1), 2)
+    assert supervisor.root_cause([(('worker', 0), 1), (('worker', 1), -9)]) == (('worker', 1), -9)
+    # Only reactions: the first seen.
+    assert supervisor.root_cause([(('ps', 0), 1), (('worker', 0), 1)]) == (('ps', 0), 1)

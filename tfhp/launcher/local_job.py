@@ -39,8 +39,8 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       lean_malloc: the tasks run with `plan.LEAN_MALLOC` (False: glibc's defaults).
     Returns:
       (summary, results): the summary (`figures.cluster_summary`), with 'status' (see
-      `supervisor.run_job`), 'wall_time_s', 'exit_codes', 'ended_by_launcher' and, on links,
-      'links'
+      `supervisor.run_job`), 'wall_time_s', 'exit_codes', 'ended_by_launcher', a failed
+      job's 'root_cause' (task, status and its last line) and, on links, 'links'
       (`figures.link_report`); and {(job, index): result dict} of every worker (and
       controller) that wrote one.
     Raises:
@@ -60,11 +60,11 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
                 commands = {t: network.command(t, argv) for t, argv in commands.items()}
             start = time.time()
             with cpu_load.CpuSampler() as cpu:
-                status, launch_times, codes, ended = supervisor.run_job(
+                end = supervisor.run_job(
                     commands, timeout_s=timeout_s, keep_going=keep_going, out=out,
                     bounds=plan.task_bounds(tfhp_args), lean_malloc=lean_malloc)
             results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
-            summary = figures.cluster_summary(results, launch_times)
+            summary = figures.cluster_summary(results, end.launch_times)
             summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands))
             if network:
                 summary['links'] = figures.link_report(network, tasks, results)
@@ -72,8 +72,12 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
         if network:
             network.close()
         shutil.rmtree(result_dir, ignore_errors=True)
-    summary.update(status=status, wall_time_s=time.time() - start, num_ps=num_ps,
+    summary.update(status=end.status, wall_time_s=time.time() - start, num_ps=num_ps,
                    num_workers=num_workers, tfhp_args=list(tfhp_args),
-                   exit_codes={figures.task_name(t): c for t, c in codes.items()},
-                   ended_by_launcher=[figures.task_name(t) for t in ended])
+                   exit_codes={figures.task_name(t): c for t, c in end.return_codes.items()},
+                   ended_by_launcher=[figures.task_name(t) for t in end.ended])
+    if end.root_cause:
+        task, code, line = end.root_cause
+        summary['root_cause'] = {'task': figures.task_name(task), 'status': code,
+                                 'last_line': line}
     return summary, results

@@ -128,7 +128,7 @@ def supervise(attempt, train_dir, progress_path, max_restarts, say=print, clock=
                  'failed': {name: supervisor.describe_status(code)
                             for name, code in summary['exit_codes'].items()
                             if code and name not in ended},
-                 'ended_by_launcher': ended,
+                 'ended_by_launcher': ended, 'root_cause': summary.get('root_cause'),
                  'reached_step': reached, 'resumed_step': resumed,
                  'steps_redone': max(0, (reached or 0) - resumed),
                  'since_checkpoint_s': now - max(saved or started, started)}

@@ -1,5 +1,6 @@
 """Runs a job's task processes: starts them, relays their output line by line, watches them and
 ends them, every wait bounded by the tasks' own timeouts. Imports no TensorFlow."""
+import collections
 import functools
 import json
 import os
@@ -12,11 +13,35 @@ import time
 from tfhp.launcher import figures
 from tfhp.launcher import plan
 
-def _pump(name, stream, out, lock):
+# A task that exits 1 reacted to a lost peer or an overrun wait (`tfhp.cluster.watchdog`); the
+# cause of a failed job is more likely a task that ended otherwise: a setting at fault (2), a
+# signal, a crash. How long the launcher waits for one after the first reaction it sees.
+REACTION = 1
+SETTLE_S = 5.0
+
+JobEnd = collections.namedtuple('JobEnd', [
+    'status',        # 0 every task exited 0, 1 one did not, 128 + N the launcher got signal N
+    'launch_times',  # {task: epoch seconds}
+    'return_codes',  # {task: exit code}
+    'ended',         # tasks still running when the launcher ended the job (their codes are
+                     # its doing, not a fault of theirs)
+    'root_cause',    # (task, exit code, its last line) of a failed job, else None
+])
+
+
+def _pump(name, stream, out, lock, last_lines):
     for line in stream:
         with lock:
             out.write('[%s] %s' % (name, line))
             out.flush()
+            if line.strip():
+                last_lines[name] = line.strip()
+
+
+def root_cause(failures):
+    """The task at the root of a failed job, of [(task, exit code)] in the order they were
+    seen: the first that did not merely react (exit status 1), else the first."""
+    return next((f for f in failures if f[1] != REACTION), failures[0])
 
 
 def describe_status(code):
@@ -98,10 +123,9 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
       bounds: (peer_timeout_s, step_timeout_s) of the tasks; default: tfhp's defaults.
       lean_malloc: run the tasks with `plan.LEAN_MALLOC`'s malloc settings.
     Returns:
-      (status, launch_times, return_codes, ended): status 0 if every task exited 0, 1 if one
-      did not, 128 + N if the launcher got signal N (it then stopped every task); ended: the
-      tasks still running when the launcher ended the job (their codes are its doing, not a
-      fault of theirs).
+      A `JobEnd`. A failed job's root cause is the first task that failed on its own
+      (`root_cause`): after a task that merely reacted, the launcher waits up to SETTLE_S for
+      the one it reacted to, and names it with its last line.
     """
     out = out or sys.stdout
     lock = threading.Lock()
@@ -109,7 +133,7 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
     peer_timeout_s, step_timeout_s = bounds or plan.task_bounds([])
     stop_s = step_timeout_s + 2 * peer_timeout_s + plan.MARGIN_S
     env = plan.task_environment(os.environ, lean_malloc)
-    processes, launch_times, pumps = {}, {}, []
+    processes, launch_times, pumps, last_lines = {}, {}, [], {}
     with _Signals() as signals:
         signals.watch(processes)
         try:
@@ -119,12 +143,12 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
                                         text=True, env=env)
                 processes[task] = proc
                 say('started %s: pid %d' % (figures.task_name(task), proc.pid))
-                pump = threading.Thread(target=_pump, args=(figures.task_name(task), proc.stdout, out, lock),
-                                        daemon=True)
+                pump = threading.Thread(target=_pump, args=(figures.task_name(task), proc.stdout,
+                                                            out, lock, last_lines), daemon=True)
                 pump.start()
                 pumps.append(pump)
-            status = _watch(processes, timeout_s, peer_timeout_s + plan.MARGIN_S, keep_going, say,
-                            signals)
+            status, failures = _watch(processes, timeout_s, peer_timeout_s + plan.MARGIN_S,
+                                      keep_going, say, signals)
         finally:
             running = [t for t, p in processes.items() if p.poll() is None]
             killed = _end_tasks(processes, stop_s if signals.signum else peer_timeout_s)
@@ -136,7 +160,12 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
                     for t in running) or 'no running task'))
             for pump in pumps:
                 pump.join(timeout=5)
-    return status, launch_times, {t: p.returncode for t, p in processes.items()}, running
+    cause = None
+    if status == 1 and failures:
+        task, code = root_cause(failures)
+        cause = (task, code, last_lines.get(figures.task_name(task), ''))
+    return JobEnd(status, launch_times, {t: p.returncode for t, p in processes.items()},
+                  running, cause)
 
 
 def _say(out, lock, line):
@@ -145,39 +174,57 @@ def _say(out, lock, line):
         out.flush()
 
 
+def _settle(processes, failures, say):
+    """After a task that merely reacted failed first, waits up to SETTLE_S for a task that
+    failed on its own, adding each failure seen (in order) to `failures`."""
+    deadline = time.monotonic() + SETTLE_S
+    while all(code == REACTION for _, code in failures) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        for task, proc in processes.items():
+            if proc.poll() not in (None, 0) and task not in dict(failures):
+                failures.append((task, proc.returncode))
+    task, code = root_cause(failures)
+    reacted = [t for t, _ in failures if t != task]
+    say('%s failed (%s)%s; ending the job' % (
+        figures.task_name(task), describe_status(code),
+        '; %s reacted to it' % ', '.join(figures.task_name(t) for t in reacted)
+        if reacted else ''))
+
+
 def _watch(processes, timeout_s, serve_grace_s, keep_going, say, signals):
+    """Watches the tasks until the job ends; returns (status, [(task, exit code)] of the failed
+    tasks in the order they were seen)."""
     deadline = time.monotonic() + timeout_s
     clients = [t for t in processes if t[0] != 'ps']
     essential = [t for t in processes if t[0] != 'worker' or t[1] == 0]
     clients_done_at = None
-    named = set()
+    failures = []
     while True:
         if signals.signum:
-            return 128 + signals.signum
+            return 128 + signals.signum, failures
         codes = {t: p.poll() for t, p in processes.items()}
         failed = [t for t, c in codes.items() if c not in (None, 0)]
         for task in failed:
-            if task not in named:
-                named.add(task)
+            if task not in dict(failures):
+                failures.append((task, codes[task]))
                 if keep_going and task not in essential:
                     say('%s ended (%s); the job goes on without it (--keep_going)'
                         % (figures.task_name(task), describe_status(codes[task])))
         if failed and (not keep_going or any(t in essential for t in failed)):
-            task = next(t for t in failed if not keep_going or t in essential)
-            say('%s failed (%s); ending the job' % (figures.task_name(task), describe_status(codes[task])))
-            return 1
+            _settle(processes, failures, say)
+            return 1, failures
         if all(codes[t] is not None for t in clients):
             clients_done_at = clients_done_at or time.monotonic()
             if all(c is not None for c in codes.values()):
-                return 1 if failed else 0
+                return (1 if failed else 0), failures
             if time.monotonic() - clients_done_at > serve_grace_s:
                 say('%s did not exit within %g s of the last worker (their --peer_timeout_s + '
                     '%g s); ending them' % (', '.join(figures.task_name(t) for t, c in codes.items()
                                                        if c is None), serve_grace_s, plan.MARGIN_S))
-                return 1
+                return 1, failures
         if time.monotonic() > deadline:
             say('the job did not end within --timeout_s=%g; ending it' % timeout_s)
-            return 1
+            return 1, failures
         time.sleep(0.05)
 
 
