@@ -18,12 +18,11 @@ the figures measure the adds, the splitting and the scheduling, with memcpy as t
 """
 import time
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from experiments import common
+from experiments import frame
 from experiments import stats
 from tfhp import compat
 from tfhp import devices as devices_lib
@@ -37,7 +36,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    """Defines the script's flags.
+    """Defines the study's own flags (the common ones are the frame's).
 
     Called only when run as a script: importing the module (e.g. from tests, beside other
     experiments that define flags of the same names) defines none.
@@ -49,12 +48,7 @@ def define_flags():
     flags.DEFINE_list('devices', ['2', '4'], 'Device counts.')
     flags.DEFINE_list('sizes', ['1k', '4k', '16k', '64k', '256k', '1m', '4m', '16m', '64m'],
                       'Tensor sizes in bytes (k = 1024, m = 1024k).')
-    flags.DEFINE_integer('repeats', 10, 'Timed runs per point, in rounds over the points; '
-                         'figures are median [min-max] of them.')
     flags.DEFINE_string('memcpy_bytes', '64m', 'Buffer size of the memcpy measurement.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
-    flags.DEFINE_string('plot', None, 'Write bus bandwidth vs size, memcpy drawn, here (PNG; '
-                        'needs matplotlib).')
 
 
 def parse_bytes(text):
@@ -186,8 +180,8 @@ TABLE = [('algorithm', 'algorithm', None), ('N', 'num_devices', '%d'), ('bytes',
          ('time us', 'seconds', '%.1f', 1e6), ('busbw GB/s', 'busbw_bytes_per_sec', '%.3f', 1e-9)]
 
 
-def main(_):
-    common.check_plot(FLAGS.plot)
+def study():
+    """Every algorithm at every size on every device count, timed and reported."""
     compat.enable_graph_mode()
     sizes = [parse_bytes(s) for s in FLAGS.sizes]
     memcpy = memcpy_bytes_per_sec(parse_bytes(FLAGS.memcpy_bytes), FLAGS.repeats)
@@ -199,12 +193,11 @@ def main(_):
         records[0]['session_run_floor_seconds'] * 1e6))
     for r in mark(records):
         r['memcpy_bytes_per_sec'] = memcpy
-    common.print_table(records, TABLE, '%s at the same N and size' % REFERENCE)
-    common.write_records(records, FLAGS.result_file)
-    if FLAGS.plot:
-        plot(records, memcpy, FLAGS.plot)
+    frame.report(records, TABLE, '%s at the same N and size' % REFERENCE,
+                 lambda rows, path: plot(rows, memcpy, path))
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    # The repeats are timings of one graph, in rounds over the points: no seed varies.
+    frame.main(study, repeats=10, seed=None, plot='bus bandwidth vs size, memcpy drawn')

@@ -1,6 +1,6 @@
 """Each fault of a running job, injected once on loopback, and how long every task took to end.
 
-  python -m experiments.fault_bounds [--faults=killed_ps,...] [--peer_timeout_s=5]
+  python -m experiments.fault_bounds [--faults=killed_ps_sync,...] [--peer_timeout_s=5]
       [--step_timeout_s=10] [--result_file=faults.jsonl]
 
 Faults (1 ps + 2 workers started by hand, trivial model at 8x8; `tfhp.launcher.hand_started`):
@@ -16,10 +16,10 @@ tasks gave.
 import signal
 import tempfile
 
-from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import frame
 from tfhp.launcher import hand_started
 
 FLAGS = flags.FLAGS
@@ -86,8 +86,13 @@ def measure(fault, peer_s, step_s, directory):
             'message': next(filter(None, (_error_line(job, t) for t in counted)), None)}
 
 
-def main(argv):
-    del argv
+TABLE = [('fault', 'fault', None), ('bound s', 'bound_s', '%g'),
+         ('slowest s', 'slowest_s', '%.2f'), ('exit statuses', 'exit_status', None),
+         ('message', 'message', None)]
+
+
+def study():
+    """Each fault of --faults injected into a fresh job, reported."""
     faults = FLAGS.faults or list(FAULTS)
     common.check_choices('faults', faults, FAULTS)
     records = []
@@ -95,16 +100,12 @@ def main(argv):
         with tempfile.TemporaryDirectory(prefix='tfhp_fault_') as directory:
             records.append(measure(fault, FLAGS.peer_timeout_s, FLAGS.step_timeout_s,
                                    directory))
-    common.print_table(records, [('fault', 'fault', None), ('bound s', 'bound_s', '%g'),
-                                 ('slowest s', 'slowest_s', '%.2f'),
-                                 ('exit statuses', 'exit_status', None),
-                                 ('message', 'message', None)])
-    common.write_records(records, FLAGS.result_file)
+    frame.report(records, TABLE)
 
 
 if __name__ == '__main__':
     flags.DEFINE_list('faults', [], 'Faults to inject (default: all): %s.' % ', '.join(FAULTS))
     flags.DEFINE_float('peer_timeout_s', 5.0, 'The tasks\' --peer_timeout_s.')
     flags.DEFINE_float('step_timeout_s', 10.0, 'The tasks\' --step_timeout_s.')
-    flags.DEFINE_string('result_file', None, 'Append one JSON line per fault here.')
-    app.run(main)
+    # One job per fault, once: a fault is not a figure to repeat, nothing is seeded.
+    frame.main(study, repeats=None, seed=None)

@@ -14,9 +14,9 @@ of any repeat. Needs root and iproute2; imports no TensorFlow.
 import json
 import sys
 
-from absl import app
 from absl import flags
 
+from experiments import frame
 from experiments import stats
 from tfhp import timing
 from tfhp.launcher import link_probe
@@ -26,12 +26,11 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    """Defines the study's own flags, the common ones being the frame's (only when run as a
+    script, so tests can import it)."""
     flags.DEFINE_list('rates', ['100mbit', '200mbit', '1gbit'], 'Link rates, in tc units.')
     flags.DEFINE_float('seconds', 2.0, 'How long each direction sends.')
     flags.DEFINE_float('warmup_s', 0.3, 'Leading part of each transfer left out of the figures.')
-    flags.DEFINE_integer('repeats', 1, 'Measurements of each rate and direction.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 
 
 _TASKS = [('worker', 0), ('worker', 1)]
@@ -61,8 +60,12 @@ def check(rate):
     return summarise(rate, rate_bps, forward, backward)
 
 
-def main(argv):
-    del argv
+def study():
+    """Every rate of --rates checked, each record written as soon as it is measured.
+
+    Returns:
+      2 (and why, on stderr) where emulated links cannot run or a rate is wrong; else 0.
+    """
     try:
         for rate in FLAGS.rates:  # Every rate is checked before the first is measured.
             links.parse_rate(rate)
@@ -82,4 +85,5 @@ def main(argv):
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    # --repeats: measurements of each rate and direction; nothing here is random.
+    frame.main(study, repeats=1, seed=None)

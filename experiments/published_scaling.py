@@ -21,10 +21,9 @@ Sources (docs/results.md#the-step-model-against-published-scaling lists them wit
 import dataclasses
 import json
 
-from absl import app
 from absl import flags
 
-from experiments import common
+from experiments import frame
 from tfhp.emulation import profile as profile_lib
 from tfhp.prediction import step_model
 
@@ -97,25 +96,24 @@ def predict(result, layers):
             'push_tail_ms': 1000 * p.push_tail_s, 'update_ms': 1000 * p.update_s}
 
 
-def main(argv):
-    del argv
+TABLE = [('system', 'system', None), ('model', 'model', None), ('GPUs', 'gpus', '%d'),
+         ('published', 'published_speedup', '%.2fx'),
+         ('predicted', 'predicted_speedup', '%.2fx'), ('error', 'error', '%+.3f'),
+         ('step ms', 'step_ms', '%.0f'), ('pull', 'pull_ms', '%.0f'),
+         ('push tail', 'push_tail_ms', '%.0f'), ('update', 'update_ms', '%.0f')]
+
+
+def study():
+    """The prediction of every published result whose model's profile is given."""
     profiles = {'resnet50': FLAGS.resnet50, 'inception3': FLAGS.inception3}
     records = [predict(r, profile_lib.load(profiles[r.model])) for r in RESULTS
                if profiles[r.model]]
-    common.print_table(records, [('system', 'system', None), ('model', 'model', None),
-                                 ('GPUs', 'gpus', '%d'), ('published', 'published_speedup',
-                                                          '%.2fx'),
-                                 ('predicted', 'predicted_speedup', '%.2fx'),
-                                 ('error', 'error', '%+.3f'), ('step ms', 'step_ms', '%.0f'),
-                                 ('pull', 'pull_ms', '%.0f'), ('push tail', 'push_tail_ms',
-                                                               '%.0f'),
-                                 ('update', 'update_ms', '%.0f')])
-    common.write_records(records, FLAGS.result_file)
+    frame.report(records, TABLE)
     print(json.dumps({'max_abs_error': max(abs(r['error']) for r in records)}))
 
 
 if __name__ == '__main__':
     flags.DEFINE_string('resnet50', None, 'A resnet50 compute profile (its layers).')
     flags.DEFINE_string('inception3', None, 'An inception3 compute profile (its layers).')
-    flags.DEFINE_string('result_file', None, 'Append one JSON line per prediction here.')
-    app.run(main)
+    # Predictions from documented inputs: nothing is measured, repeated or seeded.
+    frame.main(study, repeats=None, seed=None)
