@@ -14,7 +14,7 @@ compute; tf.data's runs on its own private thread (and its prefetch overlaps eve
 
 Every measurement runs `python -m tfhp` in a process of its own: TensorFlow sizes its thread
 pools once per process, so in one process every measurement would silently get the first one's
-threads. Each is repeated --repeats times (seeds --tf_random_seed + r), in rounds over all of a
+threads. Each is repeated --repeats times (seeds --seed + r), in rounds over all of a
 study's measurements (so a slow spell of the machine hits them alike); figures are median
 [min-max] over the repeats (experiments/stats.py), the ratios taken within each round. '*'
 marks a training row whose range is apart from synthetic data's, and a pipelined row whose
@@ -32,10 +32,10 @@ import functools
 import os
 import tempfile
 
-from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import frame
 from experiments import stats
 from tfhp.data import synthetic
 
@@ -61,22 +61,17 @@ Measurement = collections.namedtuple('Measurement', ['label', 'setting', 'real',
 
 
 def define_flags():
-    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    """Defines the study's own flags, the common ones being the frame's (only when run as a
+    script, so tests can import it)."""
     flags.DEFINE_list('settings', list(SETTINGS), 'Throughput settings to measure.')
     flags.DEFINE_string('pipelining_setting', 'pipelining',
                         'Setting of the pipelining study (empty: skip it).')
     flags.DEFINE_list('pipelines', list(PIPELINES), 'Pipelines of the pipelining study: %s.'
                       % ', '.join(PIPELINES))
-    flags.DEFINE_integer('num_batches', 30, 'Timed steps per measurement.')
-    flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per measurement.')
-    flags.DEFINE_integer('repeats', 3, 'Runs per measurement (seeds --tf_random_seed + r); '
-                         'figures are median [min-max] of them.')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
     flags.DEFINE_float('num_examples_scale', 1.0, 'Scale the generated data sets.')
     flags.DEFINE_string('data_root', os.path.join(tempfile.gettempdir(), 'tfhp_input_bench'),
                         'Where generated data sets live.')
     flags.DEFINE_float('timeout_s', 900.0, 'Bound on each run.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 
 
 def data_dir(setting, options):
@@ -201,21 +196,20 @@ TABLE = [('setting', 'setting', None), ('model', 'model', None),
          ('/max(in,c)', 'ratio_to_max_input_compute', '%.3f')]
 
 
-def main(_):
-    options = Options(FLAGS.num_batches, FLAGS.num_warmup_batches, FLAGS.repeats,
-                      FLAGS.num_examples_scale, FLAGS.data_root, FLAGS.timeout_s,
-                      FLAGS.tf_random_seed)
+def study():
+    """The throughput study of each of --settings, then the pipelining study, reported."""
+    options = Options(FLAGS.steps, FLAGS.warmup_steps, FLAGS.repeats, FLAGS.num_examples_scale,
+                      FLAGS.data_root, FLAGS.timeout_s, FLAGS.seed)
     common.check_choices('settings', FLAGS.settings, SETTINGS)
     results = [r for s in FLAGS.settings for r in throughput(options, s)]
     if FLAGS.pipelining_setting:
         common.check_choices('pipelining_setting', [FLAGS.pipelining_setting], SETTINGS)
         common.check_choices('pipelines', FLAGS.pipelines, PIPELINES)
         results += pipelining(options, FLAGS.pipelining_setting, FLAGS.pipelines)
-    common.print_table(results, TABLE, 'train synthetic (training rows), or the same '
-                       "pipeline's sequential row (pipelined rows)")
-    common.write_records(results, FLAGS.result_file)
+    frame.report(results, TABLE, 'train synthetic (training rows), or the same '
+                 "pipeline's sequential row (pipelined rows)")
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    frame.main(study, steps=30, warmup_steps=5)

@@ -5,7 +5,7 @@ Three ways to train one wide MLP on a fixed global batch with SGD:
   model:   every layer split into vertical slices, one per device (activations all-gathered);
   data:    one full copy per device on batch/N, gradients meaned on a parameter server.
 All three compute the same updates (the script checks the losses agree), so the step time is
-the only difference. Each mode runs --repeats times (seeds --tf_random_seed + r: the data and
+the only difference. Each mode runs --repeats times (seeds --seed + r: the data and
 the initial weights), in rounds; figures are median [min-max] over the repeats, '*' marking a
 range apart from `single`'s (experiments/stats.py). Prints a table and one JSON line per mode
 (and appends to --result_file).
@@ -16,12 +16,12 @@ range apart from `single`'s (experiments/stats.py). Prints a table and one JSON 
 import functools
 import time
 
-from absl import app
 from absl import flags
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from experiments import common
+from experiments import frame
 from experiments import stats
 from tfhp import compat
 from tfhp import replication
@@ -36,17 +36,14 @@ FLAGS = flags.FLAGS
 
 
 def _define_flags():
-    # Defined only when run as a script, so tests can import train() beside tfhp.cli's flags.
+    # Defined only when run as a script, so tests can import train() beside tfhp.cli's flags;
+    # the common ones are the frame's.
     flags.DEFINE_integer('num_devices', 2, 'Devices (virtual CPU devices on a CPU).')
     flags.DEFINE_enum('device', 'cpu', ['cpu', 'gpu'], 'Device kind.')
     flags.DEFINE_integer('width', 2048, 'Units of each hidden layer.')
     flags.DEFINE_integer('depth', 3, 'Hidden layers.')
     flags.DEFINE_integer('batch_size', 64, 'Global batch size.')
     flags.DEFINE_integer('input_size', 1024, 'Input features.')
-    flags.DEFINE_integer('num_steps', 20, 'Timed steps per mode.')
-    flags.DEFINE_integer('repeats', 3, 'Runs of each mode (seeds --tf_random_seed + r).')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 
 
 def train(mode, num_devices, device_kind, width, depth, batch, input_size, num_steps, seed=0):
@@ -115,16 +112,15 @@ def run(network, repeats, base_seed):
     return stats.mark(records, records[0], FIGURES[:2])
 
 
-def main(_):
+def study():
+    """Every mode --repeats times, reported."""
     compat.enable_graph_mode()
     network = dict(num_devices=FLAGS.num_devices, device_kind=FLAGS.device, width=FLAGS.width,
                    depth=FLAGS.depth, batch=FLAGS.batch_size, input_size=FLAGS.input_size,
-                   num_steps=FLAGS.num_steps)
-    records = run(network, FLAGS.repeats, FLAGS.tf_random_seed)
-    common.print_table(records, TABLE, 'single')
-    common.write_records(records, FLAGS.result_file)
+                   num_steps=FLAGS.steps)
+    frame.report(run(network, FLAGS.repeats, FLAGS.seed), TABLE, 'single')
 
 
 if __name__ == '__main__':
     _define_flags()
-    app.run(main)
+    frame.main(study, steps=20)

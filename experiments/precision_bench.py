@@ -2,8 +2,8 @@
 compute (float16 with a fixed and an automatic loss scale, bfloat16), per model.
 
 Each (model, setting) is its own `python -m tfhp` process; the settings of a model alternate
-for --rounds rounds and the median images/sec is reported, with the speed-up over float32
-without XLA. A setting the build refuses shows tfhp's reason. float16 runs take at most
+for --repeats (--rounds) rounds and the median images/sec is reported, with the speed-up over
+float32 without XLA. A setting the build refuses shows tfhp's reason. float16 runs take at most
 --slow_num_batches timed steps: on CPUs whose build has no fast float16 kernels a step takes
 seconds.
 
@@ -12,10 +12,10 @@ seconds.
 """
 import statistics
 
-from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import frame
 
 # Per model: its flags (CIFAR-10 nets need the CIFAR-10 stand-in) and image size.
 MODELS = {
@@ -37,7 +37,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    """Defines the script's flags.
+    """Defines the study's own flags (the common ones are the frame's).
 
     Called only when run as a script: importing the module (e.g. from tests, beside other
     experiments that define flags of the same names) defines none.
@@ -45,11 +45,7 @@ def define_flags():
     flags.DEFINE_list('models', sorted(MODELS), 'Models to measure.')
     flags.DEFINE_list('settings', list(SETTINGS), 'Settings to measure.')
     flags.DEFINE_integer('batch_size', 16, 'Per-device batch size.')
-    flags.DEFINE_integer('num_batches', 40, 'Timed steps.')
     flags.DEFINE_integer('slow_num_batches', 4, 'Timed steps of float16 runs (at most).')
-    flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps (XLA compiles in them).')
-    flags.DEFINE_integer('rounds', 2, 'Alternations of the settings per model.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 
 
 def arguments(model, setting, batch_size, num_batches, slow_num_batches, num_warmup_batches):
@@ -91,19 +87,22 @@ def measure(models, settings, rounds, **sizes):
     return records
 
 
-def main(argv):
-    del argv
+TABLE = [('model', 'model', None), ('setting', 'setting', None),
+         ('images/sec', 'images_per_sec', '%.1f'), ('vs float32', 'speedup', '%.2fx'),
+         ('error', 'error', None)]
+
+
+def study():
+    """Every setting of every model, measured and reported."""
     common.check_choices('models', FLAGS.models, MODELS)
     common.check_choices('settings', FLAGS.settings, SETTINGS)
-    records = measure(FLAGS.models, FLAGS.settings, FLAGS.rounds, batch_size=FLAGS.batch_size,
-                      num_batches=FLAGS.num_batches, slow_num_batches=FLAGS.slow_num_batches,
-                      num_warmup_batches=FLAGS.num_warmup_batches)
-    common.print_table(records, [('model', 'model', None), ('setting', 'setting', None),
-                                 ('images/sec', 'images_per_sec', '%.1f'),
-                                 ('vs float32', 'speedup', '%.2fx'), ('error', 'error', None)])
-    common.write_records(records, FLAGS.result_file)
+    records = measure(FLAGS.models, FLAGS.settings, FLAGS.repeats, batch_size=FLAGS.batch_size,
+                      num_batches=FLAGS.steps, slow_num_batches=FLAGS.slow_num_batches,
+                      num_warmup_batches=FLAGS.warmup_steps)
+    frame.report(records, TABLE)
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    # --repeats (--rounds): alternations of a model's settings; nothing here is seeded.
+    frame.main(study, steps=40, warmup_steps=5, repeats=2, seed=None)

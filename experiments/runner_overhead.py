@@ -4,7 +4,7 @@ For each model the runner's timed loop (`tfhp.session.run_steps`, with the CLI's
 fetch) and a bare `for: sess.run(train_op)` loop run on the same graph in the same session,
 alternating for --repeats rounds; the overhead of a round is 1 - runner/bare of its images/sec.
 Then batch-norm models run fused and composite, and every model NHWC and NCHW where the device
-runs NCHW, each --repeats times (seeds --tf_random_seed + r). Figures are median [min-max] over
+runs NCHW, each --repeats times (seeds --seed + r). Figures are median [min-max] over
 the repeats (experiments/stats.py), '*' marking composite against fused and NCHW against NHWC
 where the ranges are apart. Prints a table and one JSON line per result (appended to
 --result_file if given).
@@ -14,11 +14,10 @@ where the ranges are apart. Prints a table and one JSON line per result (appende
 """
 import time
 
-from absl import app
 from absl import flags
 import tensorflow.compat.v1 as tf
 
-from experiments import common
+from experiments import frame
 from experiments import stats
 from tfhp import benchmark
 from tfhp import compat
@@ -26,16 +25,17 @@ from tfhp import config as config_lib
 from tfhp import devices
 from tfhp import session as session_lib
 
-flags.DEFINE_list('models', ['trivial', 'lenet', 'alexnet', 'resnet50'], 'Models to measure.')
-flags.DEFINE_list('bn_models', ['resnet50'], 'Models for the fused vs composite comparison.')
-flags.DEFINE_integer('batch_size', 8, 'Per-device batch size for every model.')
-flags.DEFINE_integer('num_batches', 20, 'Timed steps per loop.')
-flags.DEFINE_integer('repeats', 3, 'Runner/bare alternations per model; runs per variant '
-                     '(seeds --tf_random_seed + r).')
-flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat.')
-flags.DEFINE_enum('device', 'cpu', config_lib.DEVICES, 'Device kind.')
-flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+    """Defines the study's own flags, the common ones being the frame's (only when run as a
+    script, so tests can import it beside tfhp's flags)."""
+    flags.DEFINE_list('models', ['trivial', 'lenet', 'alexnet', 'resnet50'],
+                      'Models to measure.')
+    flags.DEFINE_list('bn_models', ['resnet50'], 'Models for the fused vs composite comparison.')
+    flags.DEFINE_integer('batch_size', 8, 'Per-device batch size for every model.')
+    flags.DEFINE_enum('device', 'cpu', config_lib.DEVICES, 'Device kind.')
 
 
 def _config(model, data_format='NHWC', fuse_batchnorm=True, seed=1234):
@@ -43,7 +43,7 @@ def _config(model, data_format='NHWC', fuse_batchnorm=True, seed=1234):
         model=config_lib.ModelConfig(name=model, batch_size=FLAGS.batch_size,
                                      data_format=data_format, fuse_batchnorm=fuse_batchnorm),
         device=config_lib.DeviceConfig(device=FLAGS.device),
-        run=config_lib.RunConfig(num_batches=FLAGS.num_batches, num_warmup_batches=5,
+        run=config_lib.RunConfig(num_batches=FLAGS.steps, num_warmup_batches=5,
                                  tf_random_seed=seed))
 
 
@@ -56,8 +56,8 @@ def _bare_loop(sess, train_op, num_steps, images_per_step):
 
 def measure_overhead(model):
     """images/sec of the runner's loop and of a bare loop on one graph, and the overhead."""
-    built = benchmark.build(_config(model, seed=FLAGS.tf_random_seed))
-    ops, n = built.ops, FLAGS.num_batches
+    built = benchmark.build(_config(model, seed=FLAGS.seed))
+    ops, n = built.ops, FLAGS.steps
     runner, bare = [], []
     with tf.Session(graph=built.graph, config=built.session_config) as sess:
         sess.run(built.init)
@@ -71,7 +71,7 @@ def measure_overhead(model):
             runner.append(times.images_per_sec)
             bare.append(_bare_loop(sess, ops.train_op, n, built.images_per_step))
     return {'study': 'runner_overhead', 'model': model, 'batch_size': built.batch_size,
-            'seed': FLAGS.tf_random_seed, 'repeats': FLAGS.repeats,
+            'seed': FLAGS.seed, 'repeats': FLAGS.repeats,
             'runner_images_per_sec': stats.summarise(runner),
             'bare_images_per_sec': stats.summarise(bare),
             'overhead_pct': stats.summarise([100.0 * (1.0 - r / b)
@@ -81,13 +81,13 @@ def measure_overhead(model):
 def measure_variant(model, study, **model_fields):
     """images/sec of benchmark.run with ModelConfig fields changed, once per repeat."""
     runs = []
-    for seed in range(FLAGS.tf_random_seed, FLAGS.tf_random_seed + FLAGS.repeats):
+    for seed in range(FLAGS.seed, FLAGS.seed + FLAGS.repeats):
         result = benchmark.run(_config(model, seed=seed, **model_fields), log=lambda _: None)
         runs.append(dict({'study': study, 'model': model, 'batch_size': result['batch_size'],
                           'images_per_sec': result['images_per_sec'],
                           'step_time_ms_p50': result['step_time_ms']['p50']}, **model_fields))
     return stats.combine(runs, ('images_per_sec', 'step_time_ms_p50'),
-                         [FLAGS.tf_random_seed + r for r in range(FLAGS.repeats)])
+                         [FLAGS.seed + r for r in range(FLAGS.repeats)])
 
 
 TABLE = [('model', 'model', None), ('study', 'label', None),
@@ -96,7 +96,8 @@ TABLE = [('model', 'model', None), ('study', 'label', None),
          ('overhead %', 'overhead_pct', '%.2f'), ('images/s', 'images_per_sec', '%.1f')]
 
 
-def main(_):
+def study():
+    """The runner against a bare loop per model, then the batch-norm and data-format variants."""
     compat.enable_graph_mode()
     results = [measure_overhead(m) for m in FLAGS.models]
     for model in FLAGS.bn_models:
@@ -115,12 +116,13 @@ def main(_):
             rows = [r for r in results if (r['study'], r['model']) == (study, model)]
             if len(rows) > 1:
                 stats.mark(rows, rows[0], ('images_per_sec',))
-    common.print_table(results, TABLE, 'fused (batchnorm), NHWC (data_format)')
     if not nchw:
         print('NCHW: not measured, this TensorFlow build\'s %s kernels reject it'
               % FLAGS.device.upper())
-    common.write_records([dict(r, device=FLAGS.device) for r in results], FLAGS.result_file)
+    frame.report([dict(r, device=FLAGS.device) for r in results], TABLE,
+                 'fused (batchnorm), NHWC (data_format)')
 
 
 if __name__ == '__main__':
-    app.run(main)
+    define_flags()
+    frame.main(study, steps=20)

@@ -15,7 +15,7 @@ cluster (`tf.train.Server`s on loopback): --num_workers worker tasks and the ps 
 client drives a replica per worker task, each in its own thread and applying its own gradients
 (asynchronous, as between-graph workers do; `tfhp.async_runner`). Reported: tokens/sec over all
 replicas, step time, the loss before and after, and the bytes each ps task holds. Every
-configuration runs --repeats times (seeds --tf_random_seed + r: the data and the initial
+configuration runs --repeats times (seeds --seed + r: the data and the initial
 weights), in rounds; figures are median [min-max] over the repeats, '*' marking a range apart
 from the same softmax on the fewest ps tasks (experiments/stats.py).
 
@@ -32,12 +32,12 @@ from tfhp import startup
 
 startup.prepare_process()  # before TensorFlow is imported
 
-from absl import app  # pylint: disable=g-import-not-at-top
-from absl import flags
+from absl import flags  # pylint: disable=g-import-not-at-top
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from experiments import common
+from experiments import frame
 from experiments import stats
 from tfhp import async_runner
 from tfhp import compat
@@ -150,17 +150,19 @@ def run_child(num_ps, softmax, options, timeout_s, seed):
     option_flags = ['--%s=%s' % item for item in dataclasses.asdict(options).items()]
     record, error = common.run_child(
         'experiments.softmax_ps', ['--child=%d:%s' % (num_ps, softmax),
-                                   '--tf_random_seed=%d' % seed] + option_flags, timeout_s)
+                                   '--seed=%d' % seed] + option_flags, timeout_s)
     return record or {'study': 'softmax_ps', 'num_ps': num_ps, 'softmax': softmax,
                       'seed': seed, 'error': error}
 
 
-def run_all(num_ps_list, options, timeout_s, repeats=1, base_seed=1234):
-    """Every configuration repeats times, in rounds; one record of summaries each."""
-    rows = [(n, s) for n in num_ps_list for s in SOFTMAXES]
-    records = common.repeat_in_rounds(
-        [functools.partial(run_child, n, s, options, timeout_s) for n, s in rows], repeats,
-        base_seed, FIGURES)
+def rows(num_ps_list, options, timeout_s):
+    """Measurements (seed -> record) of every configuration, each in a child process."""
+    return [functools.partial(run_child, n, s, options, timeout_s)
+            for n in num_ps_list for s in SOFTMAXES]
+
+
+def mark(records):
+    """Marks each softmax's rows against the same softmax on the fewest ps tasks."""
     for softmax in SOFTMAXES:
         group = [r for r in records if r['softmax'] == softmax]
         stats.mark(group, min(group, key=lambda r: r['num_ps']), FIGURES)
@@ -173,33 +175,36 @@ TABLE = [('ps', 'num_ps', '%d'), ('softmax', 'softmax', None),
          ('bytes per ps', 'ps_bytes', None), ('not run', 'error', None)]
 
 
-def main(_):
+def study():
+    """Every configuration --repeats times, in rounds, reported; with --child, one of them."""
     options = Options(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(Options)})
     if FLAGS.child:
         compat.enable_graph_mode()
         num_ps, softmax = FLAGS.child.split(':')
-        print(json.dumps(measure(int(num_ps), softmax, options, FLAGS.tf_random_seed)))
+        print(json.dumps(measure(int(num_ps), softmax, options, FLAGS.seed)))
         sys.stdout.flush()
         os._exit(0)  # pylint: disable=protected-access  # in-process servers never stop
-    records = run_all([int(n) for n in FLAGS.num_ps], options, FLAGS.timeout_s, FLAGS.repeats,
-                      FLAGS.tf_random_seed)
-    common.print_table(records, TABLE, 'the same softmax on the fewest ps tasks')
-    common.write_records(records, FLAGS.result_file)
+    frame.run(rows([int(n) for n in FLAGS.num_ps], options, FLAGS.timeout_s), FIGURES, TABLE,
+              'the same softmax on the fewest ps tasks', finish=mark)
+
+
+# Options' fields whose flags are the frame's: --num_steps (--steps), --num_warmup
+# (--warmup_steps).
+_FRAME_FIELDS = ('num_steps', 'num_warmup')
 
 
 def define_flags():
-    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    """Defines the study's own flags (only when run as a script, so tests can import it)."""
     for field in dataclasses.fields(Options):
-        define = flags.DEFINE_float if field.type is float else flags.DEFINE_integer
-        define(field.name, field.default, field.name.replace('_', ' ') + '.')
+        if field.name not in _FRAME_FIELDS:
+            define = flags.DEFINE_float if field.type is float else flags.DEFINE_integer
+            define(field.name, field.default, field.name.replace('_', ' ') + '.')
     flags.DEFINE_list('num_ps', ['1', '2', '4'], 'ps task counts.')
     flags.DEFINE_float('timeout_s', 600.0, 'Bound on each configuration.')
-    flags.DEFINE_integer('repeats', 3, 'Runs of each configuration (seeds --tf_random_seed + r).')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first repeat (and of --child).')
-    flags.DEFINE_string('child', None, 'Internal: run one configuration, num_ps:softmax.')
-    flags.DEFINE_string('result_file', None, 'Append JSON lines here.')
+    flags.DEFINE_string('child', None, 'Internal: run one configuration, num_ps:softmax, '
+                        'seed --seed.')
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main)
+    frame.main(study, steps=Options.num_steps, warmup_steps=Options.num_warmup)

@@ -33,6 +33,7 @@ from absl import app
 from absl import flags
 
 from experiments import common
+from experiments import frame
 from experiments import stats
 from tfhp.profiling import onednn_log
 
@@ -45,7 +46,8 @@ INPUTS = {'RecordInput': ['--use_datasets=false'], 'tf.data': ['--use_datasets=t
 
 
 def define_flags():
-    """Defines the script's flags (only when run as a script, so tests can import it)."""
+    """Defines the study's own flags, the common ones being the frame's (only when run as a
+    script, so tests can import it)."""
     flags.DEFINE_string('reference', None, 'Path of tf_cnn_benchmarks.py; without it only '
                         'tfhp runs.')
     flags.DEFINE_list('models', ['trivial:32', 'lenet:32', 'alexnet:16', 'inception3:8',
@@ -57,15 +59,10 @@ def define_flags():
                         '(trivial: input-bound).')
     flags.DEFINE_list('inputs', list(INPUTS), 'Real-data input paths: %s.' % ', '.join(INPUTS))
     flags.DEFINE_string('data_format', 'NHWC', 'NHWC or NCHW, for both.')
-    flags.DEFINE_integer('num_batches', 50, 'Timed steps per run.')
-    flags.DEFINE_integer('num_warmup_batches', 5, 'Untimed steps per run.')
-    flags.DEFINE_integer('rounds', 2, 'Alternations per row (seeds --tf_random_seed + r).')
-    flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of the first round.')
     flags.DEFINE_float('timeout_s', 900.0, 'Bound on each run.')
     flags.DEFINE_integer('kernel_steps', 0, 'After each row\'s rounds, run both programs '
                          'once more for this many untimed steps with ONEDNN_VERBOSE=1 and '
                          'compare the oneDNN kernels they ran (0: not).')
-    flags.DEFINE_string('result_file', None, 'Append one JSON line per row here.')
 
 
 def parse_model(spec):
@@ -226,6 +223,7 @@ def mark_ratios(records):
             elif max(values) < 1:
                 side = 'lower'
         record.setdefault('vs_reference', {})['ratio'] = side
+    return records
 
 
 TABLE = [('row', 'label', None), ('tfhp images/s', 'tfhp_images_per_sec', '%.1f'),
@@ -238,8 +236,27 @@ KERNEL_COLUMNS = [('kernels tfhp / reference', 'kernel_ratio', '%.3f'),
                   ('only reference', 'kernel_problems_only_reference', '%d')]
 
 
-def main(argv):
-    del argv
+def print_report(records):
+    """The table (with the kernels' columns under --kernel_steps), its legend, and each failed
+    run and kernel comparison."""
+    common.print_table(records, TABLE + (KERNEL_COLUMNS if FLAGS.kernel_steps else []))
+    if any(stats.is_summary(r.get('ratio')) for r in records):
+        print('*: every round\'s ratio on the same side of 1, in 5 rounds or more (a sign test: '
+              'chance <= %.2f were there no difference)' % stats.ALPHA)
+    for record in records:
+        for run in record.get('runs', []):
+            if run.get('error'):
+                print('%s, seed %d: %s' % (record['label'], run['seed'], run['error']))
+        if record.get('kernel_error'):
+            print('%s, kernels: %s' % (record['label'], record['kernel_error']))
+
+
+def study():
+    """Every row --repeats (--rounds) times, alternately with the reference; reported.
+
+    Returns:
+      2 (and why, on stderr) for a missing --reference or --data_dir or a wrong row; else 0.
+    """
     if FLAGS.reference and not os.path.isfile(os.path.expanduser(FLAGS.reference)):
         print('vs_reference: --reference=%s: no such file (the path of tf_cnn_benchmarks.py)'
               % FLAGS.reference, file=sys.stderr)
@@ -251,34 +268,24 @@ def main(argv):
     try:
         common.check_choices('inputs', FLAGS.inputs, INPUTS)
         made = rows([m for m in FLAGS.models if m], FLAGS.data_dir, FLAGS.data_model,
-                    FLAGS.inputs, FLAGS.data_format, FLAGS.num_batches,
-                    FLAGS.num_warmup_batches)
+                    FLAGS.inputs, FLAGS.data_format, FLAGS.steps, FLAGS.warmup_steps)
     except (ValueError, app.UsageError) as e:
         print('vs_reference: %s' % e, file=sys.stderr)
         return 2
     reference = os.path.expanduser(FLAGS.reference) if FLAGS.reference else None
-    records = common.repeat_in_rounds(
-        [lambda seed, row=row: measure(row, reference, FLAGS.timeout_s, seed) for row in made],
-        FLAGS.rounds, FLAGS.tf_random_seed, FIGURES)
-    if reference and FLAGS.kernel_steps:
-        for row, record in zip(made, records):
-            record.update(compare_kernels(row, reference, FLAGS.kernel_steps, FLAGS.timeout_s,
-                                          FLAGS.tf_random_seed))
-    mark_ratios(records)
-    common.print_table(records, TABLE + (KERNEL_COLUMNS if FLAGS.kernel_steps else []))
-    if any(stats.is_summary(r.get('ratio')) for r in records):
-        print('*: every round\'s ratio on the same side of 1, in 5 rounds or more (a sign test: '
-              'chance <= %.2f were there no difference)' % stats.ALPHA)
-    for record in records:
-        for run in record.get('runs', []):
-            if run.get('error'):
-                print('%s, seed %d: %s' % (record['label'], run['seed'], run['error']))
-        if record.get('kernel_error'):
-            print('%s, kernels: %s' % (record['label'], record['kernel_error']))
-    common.write_records(records, FLAGS.result_file)
+
+    def finish(records):
+        if reference and FLAGS.kernel_steps:
+            for row, record in zip(made, records):
+                record.update(compare_kernels(row, reference, FLAGS.kernel_steps,
+                                              FLAGS.timeout_s, FLAGS.seed))
+        return mark_ratios(records)
+    frame.run([lambda seed, row=row: measure(row, reference, FLAGS.timeout_s, seed)
+               for row in made], FIGURES, print_report, finish=finish)
     return 0
 
 
 if __name__ == '__main__':
     define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    # --repeats has its old name --rounds here: every round runs both programs.
+    frame.main(study, steps=50, warmup_steps=5, repeats=2)

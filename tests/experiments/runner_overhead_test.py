@@ -1,7 +1,5 @@
-"""The runner-overhead script at a tiny size: --repeats gives a summary of each figure.
-
-It defines its flags at import (beside tfhp.cli's), so it runs as its own process here.
-"""
+"""The runner-overhead script at a tiny size, run as a script on the frame's flags (their old
+names, aliases now): --repeats gives a summary of each figure."""
 import json
 import os
 import subprocess

@@ -1,4 +1,5 @@
 """The softmax ps-count study at a tiny size: both softmaxes run; the ps split is exact."""
+from experiments import common
 from experiments import softmax_ps
 
 OPTIONS = softmax_ps.Options(vocab_size=2000, dim=16, batch_size=32, num_sampled=16,
@@ -6,7 +7,8 @@ OPTIONS = softmax_ps.Options(vocab_size=2000, dim=16, batch_size=32, num_sampled
 
 
 def test_full_and_sampled_softmax_on_two_ps_tasks_repeated():
-    full, sampled = softmax_ps.run_all([2], OPTIONS, timeout_s=300, repeats=2, base_seed=4)
+    full, sampled = softmax_ps.mark(common.repeat_in_rounds(
+        softmax_ps.rows([2], OPTIONS, timeout_s=300), 2, 4, softmax_ps.FIGURES))
     v, d = OPTIONS.vocab_size, OPTIONS.dim
     num_bytes = 4 * (2 * v * d + d * d + v)  # embedding, softmax weights, hidden, biases
     for record in (full, sampled):
