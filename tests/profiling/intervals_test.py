@@ -25,16 +25,24 @@ def test_fair_shares_split_concurrent_time_and_add_up_to_the_union():
     assert sum(shares) == pytest.approx(intervals.length(spans), abs=1e-12)
 
 
-@pytest.mark.parametrize('busy, step, expected', [
-    ([10.0, 10.0], 10.0, 1.0),     # fully overlapped: the step costs only its bottleneck
-    ([10.0, 10.0], 20.0, 0.0),     # one after the other
-    ([45.0, 26.0], 50.0, 21.0 / 26.0),
-    ([10.0], 10.0, None),          # one resource: undefined
-    ([10.0, 0.0], 10.0, None),
+@pytest.mark.parametrize('device_intervals, expected', [
+    ([[(0, 10)], [(0, 10)]], 1.0),              # fully overlapped: only the bottleneck costs
+    ([[(0, 10)], [(10, 20)]], 0.0),             # one after the other
+    ([[(0, 45)], [(24, 50)]], 21.0 / 26.0),     # 21 of the shorter 26 overlapped
+    ([[(0, 10)]], None),                        # one device: undefined
+    ([[(0, 10)], [(5, 5)]], None),              # the other never busy
 ])
-def test_overlap_efficiency(busy, step, expected):
-    eta = analysis.overlap_efficiency(busy, step)
+def test_overlap_efficiency(device_intervals, expected):
+    eta = analysis.overlap_efficiency(device_intervals)
     if expected is None:
         assert eta is None
     else:
         assert eta == pytest.approx(expected, abs=1e-12)
+
+
+def test_overlap_efficiency_leaves_out_the_time_no_device_was_busy():
+    # A warm-up trace: each device ran a short op, far apart. With the step time (100) in place
+    # of the busy union (2.5) eta was (2.5 - 100) / 1 = -97.5.
+    assert analysis.overlap_efficiency([[(0, 1.5)], [(99, 100)]]) == 0.0
+    # Half of device 1's time overlapped device 0's: (3 - 2.5) / 1.
+    assert analysis.overlap_efficiency([[(0, 2)], [(1.5, 2.5)], []]) == pytest.approx(0.5)

@@ -13,9 +13,12 @@ Definitions (all times in microseconds, from one step's RunMetadata):
                  the devices differ), which add up to the path's span.
   transfers      cross-device tensors with their windows (see `events`); `hidden` is the part
                  of their union during which some non-transfer op was running.
-  overlap efficiency  eta = (sum busy - T) / (sum busy - max busy) over the devices, with T the
-                 step time: 1 when the step costs only its busiest device, 0 when devices ran
-                 one after another (None with fewer than two busy devices).
+  overlap efficiency  eta = (sum busy - U) / (sum busy - max busy) over the devices, with U the
+                 time some device was busy (the union of every device's busy time): 1 when
+                 the step costs only its busiest device, 0 when devices ran one after another
+                 (None with fewer than two busy devices). Stretches where no device ran are
+                 neither overlap nor turns, so they are left out: with the step time in place
+                 of U, a warm-up trace of a few short ops far apart gave eta = -102.74.
   other share    the self time of ops under no stage scope (`events.OTHER`) over the busy time
                  summed over devices; `other_ops` are the largest of them by self time.
 """
@@ -175,7 +178,8 @@ def analyze(run_metadata, stages=scopes.STAGES, top=10):
         links=dict(links),
         transfer_time=intervals.length(transfer),
         hidden_transfer_time=intervals.overlap(transfer, compute),
-        overlap_efficiency=overlap_efficiency([d.busy for d in devices], step_time),
+        overlap_efficiency=overlap_efficiency(
+            [[(ops[k].start, ops[k].end) for k in by_device[d]] for d in sorted(by_device)]),
         top_ops=[_top_op(ops[k], shares[k]) for k in by_share[:top]],
         other_ops=[_top_op(ops[k], shares[k]) for k in other[:top]])
 
@@ -184,13 +188,21 @@ def _top_op(op, self_time):
     return TopOp(op.name, op.type, op.device, op.stage, self_time, op.end - op.start)
 
 
-def overlap_efficiency(busy_times, step_time):
-    """eta = (sum B - T) / (sum B - max B); None when fewer than two resources were busy."""
-    busy_times = [b for b in busy_times if b > 0]
+def overlap_efficiency(device_intervals):
+    """eta = (sum B - U) / (sum B - max B), in [0, 1] (see the module docstring).
+
+    Args:
+      device_intervals: per device, the (start, end) intervals of its ops.
+    Returns:
+      eta, or None when fewer than two devices were busy.
+    """
+    busy_times = [b for b in map(intervals.length, device_intervals) if b > 0]
     denominator = sum(busy_times) - max(busy_times, default=0.0)
     if len(busy_times) < 2 or denominator <= 0:
         return None
-    return (sum(busy_times) - step_time) / denominator
+    busy_span = intervals.length([i for device in device_intervals for i in device])
+    # U lies between max B and sum B; the clamp only absorbs float rounding.
+    return min(1.0, max(0.0, (sum(busy_times) - busy_span) / denominator))
 
 
 def _critical_path(ops):
