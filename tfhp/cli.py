@@ -334,6 +334,7 @@ def main(argv):
     from tfhp import compat  # pylint: disable=g-import-not-at-top
     compat.enable_graph_mode()
     from tfhp import benchmark  # pylint: disable=g-import-not-at-top
+    startup.mark('imported')
     try:
         # Cluster tasks read --num_batches too: --num_epochs is resolved for every task here.
         cfg = benchmark.resolve_epochs(cfg)

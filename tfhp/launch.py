@@ -74,6 +74,14 @@ def _print_summary(summary):
         print('[launch] %s: images/sec %.2f, first step %s after launch, dropped gradients %d'
               % (task['task'], task.get('images_per_sec') or 0.0,
                  '%.2f s' % first if first is not None else 'n/a', task['dropped_gradients']))
+        if task.get('startup_s'):
+            print('[launch] %s start-up: %s' % (task['task'], ', '.join(
+                '%s %.1f s' % (phase.replace('_', ' '), s)
+                for phase, s in task['startup_s'].items())))
+        if task.get('final_loss') is not None:
+            print('[launch] %s loss: %s timed steps, %.4f final' % (task['task'], ' -> '.join(
+                '%.4f' % task[k] for k in ('first_loss', 'last_loss') if k in task) or 'no',
+                task['final_loss']))
     for name, link in summary.get('links', {}).get('tasks', {}).items():
         print('[launch] %s link %.0f Mbit/s: %s' % (name, link['link_bps'] / 1e6, (
             '%.2f MB sent, %.2f MB received per step, >= %.2f ms of a global step' % (

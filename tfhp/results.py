@@ -72,6 +72,8 @@ class Outcome:
     """What the run's loop reported (`tfhp.loops`, a worker's final fetch); None: not
     measured in this mode."""
     final_loss: Optional[float] = None
+    first_loss: Optional[float] = None  # a between-graph worker's first timed step's
+    last_loss: Optional[float] = None  # and its last timed step's
     global_step: Optional[int] = None  # at the end; of the weights evaluated, for --eval
     checkpoints: Optional[List[List[float]]] = None  # [global step, timed seconds so far]
     evaluations: Optional[List[Dict[str, float]]] = None  # `evaluation.DuringTraining`'s
@@ -116,6 +118,9 @@ class Worker:
     variables_checksum: float  # of the variables at the end: equal on every worker
     variable_bytes_by_device: Dict[str, int]  # trainable variables' bytes per device
     stopped_by: Optional[int] = None  # the signal that stopped the job early
+    # When it reached each phase of its start (`tfhp.startup.MARKS`: started, imported, peers,
+    # graph); with session_ready_time and first_step_time, the launcher's start-up breakdown.
+    startup_times: Optional[Dict[str, float]] = None
 
 
 @dataclasses.dataclass

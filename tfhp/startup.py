@@ -10,14 +10,46 @@
 
 A value the user set wins. Library modules never call this (importing tfhp has no side
 effects); the processes an entry point starts (`python -m tfhp`) call it themselves.
+
+`MARKS` holds when this process reached each phase of its start (epoch seconds: 'started' when
+the entry point prepared the process, 'imported' once TensorFlow and tfhp were imported, a
+cluster worker's 'peers' and 'graph'), for a task's start-up breakdown.
 """
 import os
+import time
 
 SETTINGS = (('TF_CPP_MIN_LOG_LEVEL', '2'), ('TF_USE_LEGACY_KERAS', '1'))
 
 
+MARKS = {}
+# A task's start, phase by phase: (name, the mark it ends at); each phase begins where the one
+# before it ended. session_ready_time and first_step_time are a worker's result fields.
+PHASES = (('import', 'imported'), ('peers', 'peers'), ('graph', 'graph'),
+          ('session', 'session_ready_time'), ('first_step', 'first_step_time'))
+
+
+def mark(phase):
+    """Notes that this process reached `phase` now (`MARKS`)."""
+    MARKS[phase] = time.time()
+
+
+def breakdown(marks, begin):
+    """{phase: seconds} of a start (`PHASES`) from the epoch seconds `marks` and its beginning:
+    import (TensorFlow and tfhp), peers (the task's server up and its essential peers
+    answering), graph, session (initialised or restored), first step (the handshake, the
+    staging warm-up and the step). A phase whose end was not marked is left out, and the next
+    one counts from the last marked end."""
+    phases = {}
+    for phase, end in PHASES:
+        if end in marks:
+            phases[phase] = marks[end] - begin
+            begin = marks[end]
+    return phases
+
+
 def prepare_process():
     """Sets SETTINGS in this process's environment where the user did not; call it before
-    anything imports TensorFlow."""
+    anything imports TensorFlow. Marks 'started'."""
+    mark('started')
     for name, value in SETTINGS:
         os.environ.setdefault(name, value)

@@ -108,3 +108,15 @@ def test_the_root_cause_is_the_first_task_that_did_not_merely_react():
     assert supervisor.root_cause([(('worker', 0), 1), (('worker', 1), -9)]) == (('worker', 1), -9)
     # Only reactions: the first seen.
     assert supervisor.root_cause([(('ps', 0), 1), (('worker', 0), 1)]) == (('ps', 0), 1)
+
+
+def test_the_startup_breakdown_counts_each_phase_from_the_one_before():
+    result = {'startup_times': {'started': 100.5, 'imported': 103.0, 'peers': 104.0,
+                                'graph': 106.5},
+              'session_ready_time': 107.0, 'first_step_time': 109.0}
+    assert figures.startup_breakdown(result, 100.0) == pytest.approx(
+        {'import': 3.0, 'peers': 1.0, 'graph': 2.5, 'session': 0.5, 'first_step': 2.0})
+    # Phases add up to launch -> first step; a missing mark folds into the next phase.
+    del result['startup_times']['peers']
+    assert figures.startup_breakdown(result, 100.0) == pytest.approx(
+        {'import': 3.0, 'graph': 3.5, 'session': 0.5, 'first_step': 2.0})

@@ -135,3 +135,8 @@ def test_a_job_that_loses_a_worker_restarts_and_ends_at_its_target_step(tmp_path
     assert results[('worker', 0)]['global_step'] == 40
     assert results[('worker', 0)]['start_global_step'] == fault['resumed_step']
     assert time.monotonic() - started < 2 * jobs.JOB_TIMEOUT_S
+    # What the job's JSON tells of each worker: its start, phase by phase, and its losses.
+    chief = summary['tasks'][0]
+    assert list(chief['startup_s']) == ['import', 'peers', 'graph', 'session', 'first_step']
+    assert sum(chief['startup_s'].values()) == pytest.approx(chief['start_to_first_step_s'])
+    assert all(k in chief for k in ('first_loss', 'last_loss', 'final_loss'))

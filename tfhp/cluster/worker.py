@@ -33,6 +33,7 @@ from tfhp import loops
 from tfhp import replication
 from tfhp import results
 from tfhp import session as session_lib
+from tfhp import startup
 from tfhp import topology as topology_lib
 from tfhp.cluster import agreement
 from tfhp.cluster import control
@@ -164,6 +165,7 @@ def run(cfg, log, stop, fail):
     try:
         servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
                                cluster.peer_timeout_s)
+        startup.mark('peers')
         return _train_worker(cfg, log, stop, task, proto, protocol, topology)
     except config_lib.ConfigError as e:
         # A setting at fault (a peer that never answered, the chief that never initialised,
@@ -185,6 +187,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
                                            cluster.step_timeout_s) if collective else None)
     graph = _worker_graph(cfg, topology, coordinator_device,
                           (control.STOP_MARGIN, warm_and_timed), combine_stop)
+    startup.mark('graph')
     built = graph.built
     set_end = graph.end_at_target or graph.end_after[warm_and_timed]
     hooks = []
@@ -308,15 +311,16 @@ def _handshake(sess, handshake, cluster, dog):
 
 
 def _noting(path):
-    """take -> on_step(value): take(value's control values), the global step written to `path`
-    first (replaced whole, so a reader never sees half a number; None: not written)."""
+    """take -> on_step(value): take(value), the global step (of the value's control values)
+    written to `path` first (replaced whole, so a reader never sees half a number; None: not
+    written)."""
     def wrap(take):
         def on_step(value):
             if path:
                 with open(path + '.tmp', 'w') as f:
                     f.write('%d\n' % value[1][0])
                 os.replace(path + '.tmp', path)
-            return take(value[1])
+            return take(value)
         return on_step
     return wrap
 
@@ -343,12 +347,12 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
         lambda: sess.run(graph.end_after[control.STOP_MARGIN], options=timeout), stop,
         lambda signum, step: log('worker %d: the job is asked to stop (signal %d) at global '
                                  'step %d' % (cluster.task_index, signum, step)))
-    fetch = [graph.train_op, graph.control]
+    fetch = [graph.train_op, graph.control, built.ops.loss]
     noted = _noting(run_cfg.progress_file if cluster.task_index == 0 else None)
     if progress.warm_more():
         session_lib.run_steps(sess, fetch, run_cfg.num_warmup_batches, built.images_per_step,
                               run=_step_runner(sess, cluster, dog, 'warm-up step'),
-                              on_step=noted(progress.after_warm_step))
+                              on_step=noted(lambda value: progress.after_warm_step(value[1])))
     # The manager's counts so far, so that the result splits them into warm-up and timed.
     warm_counters = counts.values(sess.run(graph.final['counters'], options=timeout))
 
@@ -357,18 +361,23 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
                                   run_cfg.display_every))
 
     times = None
+    losses = []  # of the timed steps: the first and the last are kept
+
+    def timed_step(value):
+        losses[1:] = [float(value[2])]
+        return progress.after_timed_step(value[1])
     if progress.start_timed():
         times = session_lib.run_steps(
             sess, fetch, progress.timed_limit, built.images_per_step,
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
-            run=_step_runner(sess, cluster, dog, 'step'),
-            on_step=noted(progress.after_timed_step))
+            run=_step_runner(sess, cluster, dog, 'step'), on_step=noted(timed_step))
     return {'times': times, 'end_times': progress.end_times,
             'global_steps': progress.global_steps,
             'timed_start_time': progress.timed_start_time,
             'first_step_time': progress.first_step_time,
             'warm_global_step': progress.warm_step, 'start_global_step': progress.start_step,
-            'warmup_steps': progress.warmup_steps, 'warmup_counters': warm_counters}
+            'warmup_steps': progress.warmup_steps, 'warmup_counters': warm_counters,
+            'losses': losses}
 
 
 def _result(cfg, built, loop, final, log, **session):
@@ -395,16 +404,25 @@ def _result(cfg, built, loop, final, log, **session):
     else:
         global_step, rate = loop['warm_global_step'], 0.0
     worker = results.Worker(
-        warmup_steps=loop['warmup_steps'], images=times.num_steps * per_step if times else 0,
+        startup_times=dict(startup.MARKS), warmup_steps=loop['warmup_steps'], images=times.num_steps * per_step if times else 0,
         dropped_images=(counters.dropped_gradients or 0) * per_step,
         warmup_dropped_images=(warmup_counters.dropped_gradients or 0) * per_step,
         global_steps_per_sec=rate, variables_checksum=float(final['checksum']),
         **{k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
                                 'first_step_time', 'start_global_step')}, **session)
+    losses = loop['losses']
     result = results.record(
         cfg, built, times,
-        outcome=results.Outcome(final_loss=float(final['loss']), global_step=global_step),
+        outcome=results.Outcome(final_loss=float(final['loss']), global_step=global_step,
+                                first_loss=losses[0] if losses else None,
+                                last_loss=losses[-1] if losses else None),
         counters=counters, warmup_counters=warmup_counters, worker=worker)
+    marks = dict(startup.MARKS, session_ready_time=session['session_ready_time'])
+    if loop['first_step_time']:
+        marks['first_step_time'] = loop['first_step_time']
+    log('worker %d: start-up from process start: %s' % (cluster.task_index, ', '.join(
+        '%s %.1f s' % (phase.replace('_', ' '), seconds) for phase, seconds in
+        startup.breakdown(marks, startup.MARKS.get('started', 0.0)).items())))
     if times:
         log('worker %d: %d timed steps, images/sec: %.2f, global steps/sec: %.2f, dropped '
             'gradients: %d timed, %d in %d warm-up steps'

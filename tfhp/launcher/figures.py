@@ -5,6 +5,7 @@ records (`tfhp.results`); `link_report` reads an emulated network's counters
 (`tfhp.launcher.links`).
 """
 from tfhp import counts
+from tfhp import startup
 
 
 def task_name(task):
@@ -30,7 +31,16 @@ _TASK_FIELDS = ('num_steps', 'images', 'images_per_sec', 'dropped_gradients', 'd
                 'warmup_steps', 'warmup_dropped_gradients', 'warmup_dropped_images',
                 'session_start_time',
                 'session_ready_time', 'variables_checksum', 'variable_bytes_by_device',
-                'global_step', 'stopped_by')
+                'global_step', 'stopped_by', 'first_loss', 'last_loss', 'final_loss')
+
+
+def startup_breakdown(result, launch_time):
+    """{phase: seconds} of a worker's start from its launch (`tfhp.startup.breakdown` of its
+    result's marks and session and first-step times)."""
+    marks = dict(result.get('startup_times') or {})
+    marks.update((k, result[k]) for k in ('session_ready_time', 'first_step_time')
+                 if result.get(k))
+    return startup.breakdown(marks, launch_time)
 
 
 def cluster_summary(results, launch_times):
@@ -63,6 +73,8 @@ def cluster_summary(results, launch_times):
             entry['start_to_first_step_s'] = r['first_step_time'] - launch_times[(job, index)]
         if r.get('session_ready_time'):
             entry['start_to_session_s'] = r['session_ready_time'] - launch_times[(job, index)]
+        if r.get('startup_times'):
+            entry['startup_s'] = startup_breakdown(r, launch_times[(job, index)])
         tasks.append(entry)
     summary = {'tasks': tasks,
                'worker_images_per_sec': {t['task']: t.get('images_per_sec') for t in tasks}}
