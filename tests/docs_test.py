@@ -173,3 +173,43 @@ def test_the_module_map_names_every_module():
         if not found:
             missing.append(relpath)
     assert not missing, 'docs/design.md\'s module map misses %s' % missing
+
+
+def _section(relpath, heading):
+    """The text of `relpath` from `heading` (a `## ` line) to the next `## ` heading."""
+    text = _read(relpath)
+    start = text.index('\n## %s\n' % heading)
+    end = text.find('\n## ', start + 1)
+    return text[start:end if end >= 0 else None]
+
+
+def test_the_tf_config_example_is_the_task_its_flags_say():
+    from tfhp.config import tf_config  # pylint: disable=g-import-not-at-top  # pure Python
+    section = _section('docs/distributed.md', 'TF_CONFIG')
+    example = re.search(r'```json\n(.*?)```', section, re.S).group(1)
+    flags_line = re.search(r'```\n(--.*?)\n```', section, re.S).group(1)
+    said = dict(word[2:].split('=', 1) for word in flags_line.split())
+    assert tf_config.cluster_fields(example) == {
+        'job_name': said['job_name'], 'task_index': int(said['task_index']),
+        'ps_hosts': tuple(said['ps_hosts'].split(',')),
+        'worker_hosts': tuple(said['worker_hosts'].split(',')),
+        'controller_host': said.get('controller_host', '')}
+
+
+def test_the_emulated_links_say_they_add_no_latency():
+    section = ' '.join(_section('docs/distributed.md', 'Emulated links').split())
+    assert 'The links shape bandwidth only, with no added latency' in section
+
+
+def test_design_names_only_paths_that_exist():
+    # A path in design.md's prose (`tfhp/replication/`, `worker.py`) names a file or package of
+    # the repository, or one inside tfhp; a name scope written as a path once read as a
+    # package. ('There is no `tfhp/distributed.py`' names one on purpose.)
+    prose = _without_code(_read('docs/design.md'))
+    paths = set(re.findall(r'(?<!no )`([\w./]+/|[\w./]+\.py)`', prose))
+    known = {os.path.relpath(p, ROOT) + ('/' if os.path.isdir(p) else '')
+             for p in glob.glob(os.path.join(ROOT, '**'), recursive=True)}
+    assert len(paths) > 10
+    missing = [p for p in sorted(paths)
+               if not any(k == p or k.endswith('/' + p) for k in known)]
+    assert not missing, 'docs/design.md names no such file or package: %s' % missing
