@@ -28,9 +28,9 @@ def _every_field():
                                                        'p90': 162.0},
                                 step_time_ms={'mean': 100.0, 'std': 1.0, 'p50': 99.0,
                                               'p90': 101.0},
-                                wall_time_s=0.3),
+                                wall_time_s=0.3, emulated_compute_ms=95.0),
         outcome=results.Outcome(
-            final_loss=2.5, global_step=7, checkpoints=[[7, 0.3]],
+            final_loss=2.5, first_loss=2.9, last_loss=2.6, global_step=7, checkpoints=[[7, 0.3]],
             evaluations=[{'global_step': 7, 'top_1_accuracy': 0.5, 'top_5_accuracy': 0.75}],
             train_top1=0.25, train_top5=0.5, top_1_accuracy=0.5, top_5_accuracy=0.75,
             replica_steps=[3, 3], replica_images_per_sec=[80.0, 80.0], skipped_records=1),
@@ -41,7 +41,8 @@ def _every_field():
             session_start_time=100.0, session_ready_time=101.0, first_step_time=102.0,
             timed_start_time=102.5, end_times=[103.0, 103.1, 103.2], global_steps=[5, 6, 7],
             start_global_step=0, global_steps_per_sec=10.0, variables_checksum=1.5,
-            variable_bytes_by_device={'/job:ps/task:0/device:CPU:0': 1724320}, stopped_by=15))
+            variable_bytes_by_device={'/job:ps/task:0/device:CPU:0': 1724320}, stopped_by=15,
+            startup_times={'started': 95.0, 'imported': 98.0, 'peers': 99.0, 'graph': 99.5}))
 
 
 def _group_keys(group_class, prefix=''):
