@@ -11,11 +11,18 @@
 A value the user set wins. Library modules never call this (importing tfhp has no side
 effects); the processes an entry point starts (`python -m tfhp`) call it themselves.
 
+It also refuses a shadowed package: a directory named `tfhp` without tfhp's modules (a clone's
+root, say) in the working directory is imported as `tfhp` ahead of an editable install (whose
+finder Python asks after the working directory), while `tfhp.cli` and the rest still come from
+the install; a job's tasks then trained and died on `tfhp.__version__`. `prepare_process` ends
+such a process at once, naming the directory.
+
 `MARKS` holds when this process reached each phase of its start (epoch seconds: 'started' when
 the entry point prepared the process, 'imported' once TensorFlow and tfhp were imported, a
 cluster worker's 'peers' and 'graph'), for a task's start-up breakdown.
 """
 import os
+import sys
 import time
 
 SETTINGS = (('TF_CPP_MIN_LOG_LEVEL', '2'), ('TF_USE_LEGACY_KERAS', '1'))
@@ -47,9 +54,35 @@ def breakdown(marks, begin):
     return phases
 
 
+def shadowing_directories(package):
+    """The directories standing in for tfhp when `package` (what `import tfhp` gave) is not the
+    package this module belongs to: a namespace package's directories. Empty when it is."""
+    own = os.path.dirname(os.path.abspath(__file__))
+    found = getattr(package, '__file__', None)
+    if found and os.path.dirname(os.path.abspath(found)) == own:
+        return []
+    return [os.path.abspath(path) for path in getattr(package, '__path__', ())
+            if os.path.abspath(path) != own]
+
+
+def refuse_shadowing(package):
+    """Ends the process with exit status 2 and a line naming the directory and the remedy when
+    `package` is shadowed (`shadowing_directories`)."""
+    directories = shadowing_directories(package)
+    if directories:
+        print('tfhp: error: %s shadows the tfhp package: a directory named tfhp without tfhp\'s '
+              'modules (a clone\'s root?), found first on Python\'s path, which starts with the '
+              'working directory. Run from another directory (cd elsewhere), or install tfhp so '
+              'that it comes first: pip install <clone> (not -e), or PYTHONPATH=<clone>.'
+              % ', '.join(directories), file=sys.stderr)
+        sys.exit(2)
+
+
 def prepare_process():
     """Sets SETTINGS in this process's environment where the user did not; call it before
-    anything imports TensorFlow. Marks 'started'."""
+    anything imports TensorFlow. Refuses a shadowed tfhp (`refuse_shadowing`). Marks
+    'started'."""
+    refuse_shadowing(sys.modules['tfhp'])
     mark('started')
     for name, value in SETTINGS:
         os.environ.setdefault(name, value)
