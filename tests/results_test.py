@@ -42,7 +42,8 @@ def _every_field():
             timed_start_time=102.5, end_times=[103.0, 103.1, 103.2], global_steps=[5, 6, 7],
             start_global_step=0, global_steps_per_sec=10.0, variables_checksum=1.5,
             variable_bytes_by_device={'/job:ps/task:0/device:CPU:0': 1724320}, stopped_by=15,
-            startup_times={'started': 95.0, 'imported': 98.0, 'peers': 99.0, 'graph': 99.5}))
+            startup_times={'started': 95.0, 'imported': 98.0, 'peers': 99.0, 'graph': 99.5},
+            events=[{'time': 103.0, 'event': 'saved a checkpoint at global step 7'}]))
 
 
 def _group_keys(group_class, prefix=''):

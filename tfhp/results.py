@@ -121,6 +121,8 @@ class Worker:
     # When it reached each phase of its start (`tfhp.startup.MARKS`: started, imported, peers,
     # graph); with session_ready_time and first_step_time, the launcher's start-up breakdown.
     startup_times: Optional[Dict[str, float]] = None
+    # The cluster events it saw (`tfhp.cluster.events`): [{'time', 'event'}].
+    events: Optional[List[Dict[str, Any]]] = None
 
 
 @dataclasses.dataclass

@@ -184,3 +184,26 @@ def test_task_state_publishes_its_description_and_a_counter_that_advance_moves_b
     state.advance()
     state.advance()
     assert sess.run(read) == 3
+
+
+def test_a_peers_events_are_told_once_each_and_a_slow_read_is_no_event():
+    clock, events = Clock(), []
+    watch = liveness.PeerWatch('grpc://unused', [PS], clock=clock, start=False,
+                               on_event=events.append)
+    watch.record(PS, info=_info(PS), progress=1)
+    # One failed read within the time two reads take (2 x 0.5 s + 2 s) is no event.
+    clock.advance(2.0)
+    watch.record(PS, error='deadline exceeded')
+    watch.record(PS, info=watch.info(PS) and json.dumps(watch.info(PS)), progress=2)
+    assert events == []
+    for _ in range(3):  # silent past 3 s: told once
+        clock.advance(1.5)
+        watch.record(PS, error='connection refused')
+    assert events == ['ps task 0 at 127.0.0.1:5000 stopped answering (connection refused)']
+    watch.record(PS, info=_info(PS), progress=0)  # back, as a new incarnation
+    assert events[1:] == ['ps task 0 at 127.0.0.1:5000 rejoined (restarted: a new incarnation)']
+    clock.advance(5.0)
+    watch.record(PS, error='connection refused')
+    watch.record(PS, info=json.dumps(watch.info(PS)), progress=1)  # the same incarnation
+    assert events[2:] == ['ps task 0 at 127.0.0.1:5000 stopped answering (connection refused)',
+                          'ps task 0 at 127.0.0.1:5000 answers again']

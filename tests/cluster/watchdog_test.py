@@ -191,3 +191,17 @@ def test_fail_acts_once_stops_the_watch_and_releases_await_failure():
     ('Deadline Exceeded', [])])
 def test_named_in_finds_the_watched_peers_an_error_names(text, named):
     assert Job().dog.named_in(text) == named
+
+
+def test_a_lost_peer_line_says_how_to_resume_but_a_disagreement_does_not():
+    job = Job()
+    job.dog.advise(lambda: 'start the job again with the same flags: it resumes from step 30')
+    job.dog.fail('lost ps task 0 at %s' % PS.address)
+    assert job.failures == [('%s: lost ps task 0 at %s; start the job again with the same '
+                             'flags: it resumes from step 30' % (TASK, PS.address),
+                             watchdog.EXIT_LOST)]
+    other = Job()
+    other.dog.advise(lambda: 'never said')
+    other.dog.fail('--batch_size: 4 there, 2 here', watchdog.EXIT_MISMATCH)
+    assert other.failures == [('%s: --batch_size: 4 there, 2 here' % TASK,
+                               watchdog.EXIT_MISMATCH)]

@@ -132,6 +132,7 @@ class _Status:
         self.state = None           # (incarnation, counter) of the last read
         self.info = None            # the peer's description, once it published it
         self.last_error = 'not read yet'
+        self.said_silent = False    # the 'stopped answering' event was given
 
 
 class PeerReader:
@@ -198,11 +199,15 @@ class PeerWatch:
       read_timeout_s: bound on one read.
       clock: the monotonic clock that silences are measured on.
       start: whether pollers read the peers; without them the caller `record`s reads (a test).
+      on_event: on_event(line) is told of a peer's events as they are seen: it stopped
+        answering (silent for longer than two reads take), it answers again, it rejoined (a
+        new incarnation: the task was restarted). None: nobody is told.
     """
 
     def __init__(self, target, peers, interval_s=0.5, read_timeout_s=2.0,
-                 clock=time.monotonic, start=True):
+                 clock=time.monotonic, start=True, on_event=None):
         self._target = target
+        self._on_event = on_event
         self._interval_s = interval_s
         self._read_timeout_ms = int(read_timeout_s * 1000)
         self._clock = clock
@@ -250,17 +255,29 @@ class PeerWatch:
         now = self._clock()
         with self._lock:
             status = self._status[peer]
+            event = None
             if info is not None:
                 parsed = json.loads(info)
                 state = (parsed['incarnation'], progress)
                 if state != status.state:
                     status.progressed_at = now
+                if status.state and status.state[0] != state[0]:
+                    event = '%s rejoined (restarted: a new incarnation)' % peer
                 status.state, status.info = state, parsed
                 answered = True
             if answered:
                 status.answered_at = now
                 status.ever_answered = True
+                if status.said_silent:
+                    status.said_silent = False
+                    event = event or '%s answers again' % peer
+            elif (status.ever_answered and not status.said_silent and
+                  now - status.answered_at > self.read_period_s()):
+                status.said_silent = True
+                event = '%s stopped answering (%s)' % (peer, error)
             status.last_error = error
+        if event and self._on_event:
+            self._on_event(event)
 
     def info(self, peer):
         """The peer's description (a dict), or None until it published one."""

@@ -9,6 +9,7 @@ import signal
 
 from tfhp.cluster import control
 from tfhp.cluster import errors
+from tfhp.cluster import events as events_lib
 from tfhp.cluster import liveness
 from tfhp.cluster import servers
 from tfhp.cluster import signals
@@ -25,7 +26,9 @@ def serve(cfg, log, stop, fail):
       errors.PeerLost: a served task failed or was lost before it signalled done.
     """
     cluster = cfg.cluster
-    task = task_lib.start(cfg, task_lib.server_proto(cfg), None, (), fail)
+    events = events_lib.EventLog('%s %d' % (cluster.job_name, cluster.task_index), log)
+    task = task_lib.start(cfg, task_lib.server_proto(cfg), None, (), fail,
+                          on_event=events.note)
     if cluster.mode.one_graph:
         job, index = task_lib.client(cluster)
         senders = {task_lib.sender_id(cluster, job, index): servers.peers(cluster, [(job, index)])[0]}

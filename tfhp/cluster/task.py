@@ -80,7 +80,7 @@ def checkpoint_step(train_dir):
     return int(path.rsplit('-', 1)[1]) if path else 0
 
 
-def start(cfg, proto, settings, essential, fail, watched=None):
+def start(cfg, proto, settings, essential, fail, watched=None, on_event=None):
     """Starts this task's server, publishes its state and starts watching its peers.
 
     Args:
@@ -93,6 +93,8 @@ def start(cfg, proto, settings, essential, fail, watched=None):
         interval, so a worker that watched every other task made a job's reads grow with the
         square of its tasks: 36 tasks on 2 cores never finished starting.
       fail: ends the task (`watchdog.exit_process` from the command line).
+      on_event: told of the watched peers' events (`liveness.PeerWatch`), e.g. an
+        `events.EventLog`'s note.
     Returns:
       A `Task`.
     """
@@ -108,7 +110,7 @@ def start(cfg, proto, settings, essential, fail, watched=None):
         watched = [(j, i) for j, hosts in cluster.jobs().items() for i in range(len(hosts))
                    if (j, i) != (job, index)]
     others = servers.peers(cluster, sorted(set(watched) | set(essential)))
-    watch = liveness.PeerWatch(server.target, others)
+    watch = liveness.PeerWatch(server.target, others, on_event=on_event)
     dog = watchdog.Watchdog(str(me), fail, watch, servers.peers(cluster, essential),
                             silent_s=cluster.peer_timeout_s,
                             still_s=cluster.step_timeout_s + cluster.peer_timeout_s,

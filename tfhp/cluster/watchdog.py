@@ -67,6 +67,7 @@ class Watchdog:
         self._mine = mine
         self._lock = threading.Lock()
         self._last_words = None  # (callable, bound_s): run before the task is ended
+        self._advice = None  # callable -> what to do next, after a lost peer or overrun
         self._phase = None  # (what, bound_s, deadline, status)
         self._stop = None   # the same, for a stop: later phases do not move its deadline
         self._failed = False
@@ -93,6 +94,11 @@ class Watchdog:
         peers known lost (not to be waited on), in a thread that is given bound_s."""
         self._last_words = (callback, bound_s)
 
+    def advise(self, advice):
+        """advice() -> a sentence saying what to do next (e.g. the command that resumes),
+        added to the line of a failure with EXIT_LOST."""
+        self._advice = advice
+
     def fail(self, message, status=EXIT_LOST, lost=()):
         """Ends the task with '<task>: <message>' (only the first call does anything).
 
@@ -116,6 +122,8 @@ class Watchdog:
             # Still answering for a few reads, so that the peers see the disagreement
             # themselves and exit naming it too, not later for a peer that vanished.
             time.sleep(self._watch.read_period_s())
+        if status == EXIT_LOST and self._advice:
+            message = '%s; %s' % (message, self._advice())
         self._fail('%s: %s' % (self._task, message), status)
         self._ended.set()
 

@@ -38,6 +38,7 @@ from tfhp import topology as topology_lib
 from tfhp.cluster import agreement
 from tfhp.cluster import control
 from tfhp.cluster import errors
+from tfhp.cluster import events as events_lib
 from tfhp.cluster import liveness
 from tfhp.cluster import progress as progress_lib
 from tfhp.cluster import servers
@@ -68,20 +69,23 @@ class _DelayHook(tf.train.SessionRunHook):
         time.sleep(self._delay_s)
 
 
-def _chief_hooks(cfg, built):
-    """Checkpoints (every --save_model_steps/--save_model_secs, and at the end) and summaries."""
+def _chief_hooks(cfg, built, events):
+    """Checkpoints (every --save_model_steps/--save_model_secs, and at the end), each noted as
+    an event, and summaries."""
     train_dir, hooks = cfg.run.train_dir, []
     if not train_dir:
         return hooks
     steps = cfg.run.save_model_steps
+    listeners = [events_lib.CheckpointEvents(events)]
     if cfg.cluster.save_model_secs or not steps:
         # Without an interval: only at the start and the end (CheckpointSaverHook always
         # writes then), as the one-process runner writes one checkpoint per run.
         hooks.append(tf.train.CheckpointSaverHook(
-            train_dir, save_secs=cfg.cluster.save_model_secs or 10 ** 9, saver=built.saver))
+            train_dir, save_secs=cfg.cluster.save_model_secs or 10 ** 9, saver=built.saver,
+            listeners=listeners))
     if steps:
         hooks.append(tf.train.CheckpointSaverHook(train_dir, save_steps=steps,
-                                                  saver=built.saver))
+                                                  saver=built.saver, listeners=listeners))
     if built.summary_op is not None:
         hooks.append(tf.train.SummarySaverHook(save_steps=cfg.profile.save_summaries_steps,
                                                output_dir=train_dir,
@@ -154,8 +158,12 @@ def run(cfg, log, stop, fail):
     # transitive) and watch what they depend on: reads grow with the workers, not their square.
     watched = ps + (others if protocol.all_reduce or index == 0 else [('worker', 0)])
     proto = task_lib.server_proto(cfg, protocol.group_leader)
-    task = task_lib.start(cfg, proto, agreement.settings(cfg), essential, fail, watched)
+    events = events_lib.EventLog('worker %d' % index, log)
+    task = task_lib.start(cfg, proto, agreement.settings(cfg), essential, fail, watched,
+                          on_event=events.note)
     dog = task.dog
+    if cfg.run.train_dir:
+        dog.advise(lambda: _resume_advice(cfg.run.train_dir))
     # A failing worker tells the serving tasks, so they do not wait for it to the bound.
     serving = task_lib.serving_tasks(cluster)
     dog.last_words(lambda lost: servers.signal_done(
@@ -166,7 +174,7 @@ def run(cfg, log, stop, fail):
         servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
                                cluster.peer_timeout_s)
         startup.mark('peers')
-        return _train_worker(cfg, log, stop, task, proto, protocol, topology)
+        return _train_worker(cfg, log, stop, task, proto, protocol, topology, events)
     except config_lib.ConfigError as e:
         # A setting at fault (a peer that never answered, the chief that never initialised,
         # a corrupt record): ended through the watchdog, so the serving tasks hear of it.
@@ -177,7 +185,7 @@ def run(cfg, log, stop, fail):
         raise
 
 
-def _train_worker(cfg, log, stop, task, proto, protocol, topology):
+def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
     """The worker's graph, session and steps, once its essential peers answer."""
     cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
     collective, by_global_step = protocol.all_reduce, protocol.common_end
@@ -201,7 +209,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     if cluster.straggler_delay_s(index, 'before_step'):
         hooks.append(_DelayHook(cluster.straggler_delay_s(index, 'before_step')))
     if topology.is_chief:
-        hooks += _chief_hooks(cfg, built)
+        hooks += _chief_hooks(cfg, built, events)
     filters = ['/job:worker'] if collective else ['/job:ps', '/job:worker/task:%d' % index]
     log('worker %d: %s, %d tower(s), batch %d per tower, %d trainable parameters'
         % (index, cfg.replication.variable_update, topology.num_towers, built.batch_size,
@@ -210,6 +218,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
               2 * cluster.peer_timeout_s)
     session_start = time.time()
+    restored = task_lib.checkpoint_step(cfg.run.train_dir) if topology.is_chief else 0
     with built.graph.as_default():
         try:
             sess = task_session.TaskSession(
@@ -221,6 +230,9 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
             raise errors.ClusterError('%s did not initialise the model within %g s'
                                        % (chief, cluster.peer_timeout_s)) from None
     ready_time = time.time()
+    if restored:
+        events.note('restored the checkpoint of global step %d from %s'
+                    % (restored, cfg.run.train_dir))
     task.watch.set_interval(liveness.steady_interval(cluster.peer_timeout_s))
 
     def on_stop(signum):
@@ -232,7 +244,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
                               cluster.peer_timeout_s).request(signum)
     stop.on_stop(on_stop)
     try:
-        loop = _train_loop(sess, graph, cfg, by_global_step, stop, dog, log)
+        loop = _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events)
     except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
         corrupt = data_errors.describe_corrupt_input(cfg.data, e, 'train',
                                                      benchmark.data_set(cfg))
@@ -254,7 +266,15 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology):
     dog.phase('writing the result', None)
     return _result(cfg, built, loop, final, log, variable_bytes_by_device=graph.placement,
                    session_start_time=session_start, session_ready_time=ready_time,
-                   stopped_by=stop.signum)
+                   stopped_by=stop.signum, events=events.events)
+
+
+def _resume_advice(train_dir):
+    """What to do after a fatal loss: the job resumes from its latest checkpoint."""
+    step = task_lib.checkpoint_step(train_dir)
+    return ('start the job again with the same flags: it resumes from %s' % (
+        'the checkpoint of global step %d in --train_dir=%s' % (step, train_dir) if step else
+        'the start (no checkpoint in --train_dir=%s yet)' % train_dir))
 
 
 def _step_runner(sess, cluster, dog, what):
@@ -325,7 +345,7 @@ def _noting(path):
     return wrap
 
 
-def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
+def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
     """Warm-up and timed steps (`session.run_steps`, the one timed loop); returns the timed
     steps' `StepTimes` (None without one) and their end times and global steps.
 
@@ -345,8 +365,8 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
         sess.run(graph.read_control, options=timeout), by_global_step,
         run_cfg.num_warmup_batches, run_cfg.num_batches,
         lambda: sess.run(graph.end_after[control.STOP_MARGIN], options=timeout), stop,
-        lambda signum, step: log('worker %d: the job is asked to stop (signal %d) at global '
-                                 'step %d' % (cluster.task_index, signum, step)))
+        lambda signum, step: events.note('the job is asked to stop (signal %d) at global '
+                                         'step %d' % (signum, step)))
     fetch = [graph.train_op, graph.control, built.ops.loss]
     noted = _noting(run_cfg.progress_file if cluster.task_index == 0 else None)
     if progress.warm_more():
@@ -371,6 +391,8 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log):
             sess, fetch, progress.timed_limit, built.images_per_step,
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
             run=_step_runner(sess, cluster, dog, 'step'), on_step=noted(timed_step))
+    if progress.stopped:
+        events.note('the job stopped at global step %d' % progress.step)
     return {'times': times, 'end_times': progress.end_times,
             'global_steps': progress.global_steps,
             'timed_start_time': progress.timed_start_time,

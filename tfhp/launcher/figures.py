@@ -31,7 +31,7 @@ _TASK_FIELDS = ('num_steps', 'images', 'images_per_sec', 'dropped_gradients', 'd
                 'warmup_steps', 'warmup_dropped_gradients', 'warmup_dropped_images',
                 'session_start_time',
                 'session_ready_time', 'variables_checksum', 'variable_bytes_by_device',
-                'global_step', 'stopped_by', 'first_loss', 'last_loss', 'final_loss')
+                'global_step', 'stopped_by', 'first_loss', 'last_loss', 'final_loss', 'events')
 
 
 def startup_breakdown(result, launch_time):
