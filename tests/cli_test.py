@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from tfhp import cli
+from tfhp import flag_help
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -61,10 +62,57 @@ def test_short_run_prints_total_images_per_sec(tmp_path):
     assert out.exists()
 
 
-def test_flags_reference_lists_every_flag():
+def _help_groups():
+    """[(title, [flag names])] as `tfhp --help` groups them, from the definitions."""
+    return [(title, [f.name for f in group]) for title, group in flag_help.grouped(
+        cli.FLAGS.get_flags_for_module(cli.__name__), cli.HELP_GROUPS)]
+
+
+def test_flags_reference_lists_every_flag_in_its_help_group():
     with open(os.path.join(ROOT, 'docs', 'flags.md')) as f:
         reference = f.read()
-    names = sorted(flag.name for flag in cli.FLAGS.get_flags_for_module(cli.__name__))
-    assert len(names) > 30
-    missing = [n for n in names if '`--%s`' % n not in reference]
-    assert not missing, 'docs/flags.md flags table lacks: %s' % missing
+    reference = reference[:reference.index('## `tfhp.launch` options')]
+    sections = re.findall(r'^## (.*)\n((?:.|\n)*?)(?=^## |\Z)', reference, re.M)
+    documented = [(title, sorted(re.findall(r'^\| `--(\w+)`', body, re.M)))
+                  for title, body in sections]
+    expected = [(title, sorted(names)) for title, names in _help_groups()]
+    assert sum(len(names) for _, names in expected) > 100
+    assert documented == expected
+
+
+# The console script runs cli.run_main with the script's name as the program.
+_CONSOLE_SCRIPT = 'import sys; from tfhp import cli; sys.argv[0] = "tfhp"; cli.run_main()'
+
+
+@pytest.mark.parametrize('command', [['-m', 'tfhp', '--help'], ['-m', 'tfhp', '-h'],
+                                     ['-c', _CONSOLE_SCRIPT, '--help']])
+def test_help_lists_the_commands_own_flags_in_groups(command):
+    proc = subprocess.run([sys.executable] + command, capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    listed, current = [], None
+    for line in proc.stdout.splitlines():
+        if re.match(r'[A-Z].*:$', line):
+            current = (line[:-1], [])
+            listed.append(current)
+        elif line.startswith('  --'):
+            current[1].append(line.split()[0][2:].replace('[no]', ''))
+    assert listed == _help_groups()
+    assert '  --model                         Model name (docs/training.md lists them). ' \
+           'Default: trivial.' in proc.stdout.splitlines()
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 100
+
+
+def test_helpfull_stays_absls_full_list():
+    proc = _run('--helpfull')
+    assert proc.returncode == 1  # absl's
+    assert 'tfhp.cli:' in proc.stdout and '--flagfile' in proc.stdout
+    assert proc.stdout.count('--[no]fuse_batchnorm') == 1
+
+
+@pytest.mark.parametrize('args, asks', [
+    (['--model=lenet', '-?'], True), (['--helpshort'], True), (['--model=lenet'], False),
+    (['--', '--help'], False),  # after --: an argument, not a flag
+])
+def test_asks_for_help(args, asks):
+    assert flag_help.asks_for_help(args) is asks

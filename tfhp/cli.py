@@ -17,11 +17,21 @@ from absl import flags
 
 from tfhp import compression
 from tfhp import config as config_lib
+from tfhp import flag_help
 from tfhp.cluster import errors as cluster_errors
 
 FLAGS = flags.FLAGS
 
-# Model.
+HELP_GROUPS = []  # (title, how many of this module's flags come before its first), for --help
+
+
+def _group(title):
+    """Starts a group of --help: the flags defined from here to the next group. docs/flags.md
+    groups its tables the same way (tests/cli_test.py)."""
+    HELP_GROUPS.append((title, len(FLAGS.get_flags_for_module(__name__))))
+
+
+_group('Model')
 flags.DEFINE_string('model', 'trivial', 'Model name (docs/training.md lists them).')
 flags.DEFINE_integer('batch_size', None, 'Batch size per device; default: the model\'s.')
 flags.DEFINE_integer('image_size', None, 'Square input image size; default: the model\'s.')
@@ -33,7 +43,7 @@ flags.DEFINE_integer('num_classes', 1000, 'Number of classes of synthetic data s
 flags.DEFINE_enum('data_format', 'NHWC', config_lib.DATA_FORMATS, 'Image layout.')
 flags.DEFINE_boolean('fuse_batchnorm', True,
                      'Fused batch-norm kernel (true) or composite ops (false).')
-# Optimizer.
+_group('Optimizer and learning rate')
 flags.DEFINE_enum('optimizer', 'sgd', config_lib.OPTIMIZERS, 'Optimizer.')
 flags.DEFINE_float('learning_rate', None, 'Base learning rate; default: the model\'s.')
 flags.DEFINE_alias('init_learning_rate', 'learning_rate')
@@ -57,9 +67,10 @@ flags.DEFINE_integer('learning_rate_base_batch_size', 0,
                      'If > 0, linear scaling rule: rate *= global batch / this.')
 flags.DEFINE_float('resnet_base_lr', None, 'ResNets: the default rate at 256 images per '
                    'device (rate = this * batch / 256).')
-# Devices.
+_group('Devices and threads')
 flags.DEFINE_enum('device', 'cpu', config_lib.DEVICES, 'Device kind of the towers.')
 flags.DEFINE_integer('num_devices', 1, 'Towers in this process (virtual devices on CPU).')
+flags.DEFINE_alias('num_gpus', 'num_devices')
 flags.DEFINE_enum('local_parameter_device', 'cpu', config_lib.DEVICES,
                   'Where parameter-server variables live in this process.')
 flags.DEFINE_integer('num_intra_threads', 0, 'Intra-op thread pool size (0: TF decides).')
@@ -73,27 +84,10 @@ flags.DEFINE_integer('kmp_settings', config_lib.KMP_DEFAULTS['kmp_settings'],
                      'KMP_SETTINGS (with --mkl).')
 flags.DEFINE_string('kmp_affinity', config_lib.KMP_DEFAULTS['kmp_affinity'],
                     'KMP_AFFINITY (with --mkl).')
-# Precision (tfhp.loss_scale, tfhp.models.layers): tf_cnn_benchmarks' float16 flags, bfloat16.
-flags.DEFINE_boolean('use_fp16', False, 'Compute in float16 (float32 master variables).')
-flags.DEFINE_enum('compute_dtype', 'float32', config_lib.COMPUTE_DTYPES,
-                  'The dtype towers compute in (float32 master variables).')
-flags.DEFINE_float('fp16_loss_scale', None, 'float16: loss scale (default 128; 1: none).')
-flags.DEFINE_boolean('fp16_enable_auto_loss_scale', False, 'float16: adjust the loss scale '
-                     'from the gradients; skip steps whose gradients are not finite.')
-flags.DEFINE_integer('fp16_inc_loss_scale_every_n', 1000, 'float16, automatic scale: double '
-                     'it after this many finite steps in a row.')
-flags.DEFINE_boolean('fp16_vars', False, 'float16: store the variables in float16 too.')
-flags.DEFINE_boolean('compact_gradient_transfer', True, 'float16: all-reduce gradients in '
-                     'float16.')
-# XLA.
-flags.DEFINE_boolean('xla_compile', False, 'Compile each tower\'s forward and backward pass '
-                     'with XLA.')
-flags.DEFINE_boolean('xla', False, 'XLA auto-clustering (the session\'s global JIT level).')
-# Replication.
+_group('Replication')
 flags.DEFINE_enum('variable_update', 'parameter_server', config_lib.VARIABLE_UPDATES,
                   'How variables are placed and gradients aggregated.')
 # In-graph replication (tfhp.replication, tfhp.ops.allreduce): tf_cnn_benchmarks' names.
-flags.DEFINE_alias('num_gpus', 'num_devices')
 flags.DEFINE_string('all_reduce_spec', '', 'All-reduce algorithm(s) for replicated: pscpu, '
                     'psgpu, xring, nccl, collective, alg#shards, alg/alg, alg:limit:alg.')
 flags.DEFINE_boolean('hierarchical_copy', False, 'All-reduce within two halves of the towers, '
@@ -114,7 +108,24 @@ flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables thr
                      'areas (weights one step old).')
 flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,
                   'relaxed: weights read one update behind (parameter_server\'s staged reads).')
-# Run.
+_group('Precision')
+# tfhp.loss_scale, tfhp.models.layers: tf_cnn_benchmarks' float16 flags, bfloat16.
+flags.DEFINE_boolean('use_fp16', False, 'Compute in float16 (float32 master variables).')
+flags.DEFINE_enum('compute_dtype', 'float32', config_lib.COMPUTE_DTYPES,
+                  'The dtype towers compute in (float32 master variables).')
+flags.DEFINE_float('fp16_loss_scale', None, 'float16: loss scale (default 128; 1: none).')
+flags.DEFINE_boolean('fp16_enable_auto_loss_scale', False, 'float16: adjust the loss scale '
+                     'from the gradients; skip steps whose gradients are not finite.')
+flags.DEFINE_integer('fp16_inc_loss_scale_every_n', 1000, 'float16, automatic scale: double '
+                     'it after this many finite steps in a row.')
+flags.DEFINE_boolean('fp16_vars', False, 'float16: store the variables in float16 too.')
+flags.DEFINE_boolean('compact_gradient_transfer', True, 'float16: all-reduce gradients in '
+                     'float16.')
+_group('XLA')
+flags.DEFINE_boolean('xla_compile', False, 'Compile each tower\'s forward and backward pass '
+                     'with XLA.')
+flags.DEFINE_boolean('xla', False, 'XLA auto-clustering (the session\'s global JIT level).')
+_group('Run (steps, checkpoints, evaluation, results)')
 flags.DEFINE_integer('num_batches', 100, 'Timed steps.')
 flags.DEFINE_float('num_epochs', None, 'Train this many epochs instead of --num_batches.')
 flags.DEFINE_integer('num_warmup_batches', 10, 'Untimed steps before timing.')
@@ -141,7 +152,8 @@ flags.DEFINE_float('stop_at_top_1_accuracy', None, 'Stop training once an evalua
 flags.DEFINE_boolean('print_training_accuracy', False, 'Print training top-1/top-5.')
 flags.DEFINE_string('result_file', None, 'Append one JSON line per run to this file.')
 flags.DEFINE_integer('max_ckpts_to_keep', 3, 'Checkpoints kept in --train_dir; 0 keeps all.')
-# Profiling (tfhp.profiling): one traced step, TensorBoard summaries.
+_group('Profiling and summaries')
+# tfhp.profiling: one traced step, TensorBoard summaries.
 flags.DEFINE_string('trace_file', None, 'Write a Chrome trace of one training step here (and '
                     'its RunMetadata, for `python -m tfhp.trace`, beside it).')
 flags.DEFINE_integer('trace_step', 1, 'Trace before this timed step (an extra, untimed step).')
@@ -158,36 +170,8 @@ flags.DEFINE_integer('summary_verbosity', 1, '0 none, 1 loss/learning rate/image
                      '2 also gradient norms, 3 also gradient histograms.')
 flags.DEFINE_integer('save_summaries_steps', 0, 'Write summaries to --train_dir every this '
                      'many steps; 0: none.')
-# Cluster (tfhp.cluster, tfhp.distributed): this process as one task of a multi-process job.
-# Without --job_name, TF_CONFIG (as cluster managers set it) describes the cluster, if set.
-flags.DEFINE_enum('job_name', '', ('',) + config_lib.JOB_NAMES,
-                  'This task\'s job: ps, worker or controller; empty: one process.')
-flags.DEFINE_integer('task_index', 0, 'This task\'s index in its job.')
-flags.DEFINE_list('ps_hosts', [], 'Comma-separated host:port of the ps tasks.')
-flags.DEFINE_list('worker_hosts', [], 'Comma-separated host:port of the worker tasks.')
-flags.DEFINE_string('controller_host', '', 'host:port of the in-graph client, if not worker 0.')
-flags.DEFINE_enum('graph_mode', 'between_graph', config_lib.GRAPH_MODES,
-                  'A graph per worker, or one client building towers on every worker.')
-flags.DEFINE_boolean('cross_replica_sync', True,
-                     'Synchronous steps; false: every worker (or replica) applies alone.')
-flags.DEFINE_integer('replicas_to_aggregate', None, 'Gradients per synchronous step; fewer '
-                     'than the workers leaves spare replicas. Default: every worker.')
-flags.DEFINE_integer('total_num_replicas', None, 'Workers in synchronous steps (default and '
-                     'only allowed value: every worker).')
-flags.DEFINE_list('straggler_workers', [], 'Worker indices slowed by --straggler_delay_ms '
-                  'every step (experiments).')
-flags.DEFINE_float('straggler_delay_ms', 0.0, 'Injected delay per step on --straggler_workers.')
-flags.DEFINE_enum('straggler_mode', 'compute', config_lib.STRAGGLER_MODES, 'compute: a delay op '
-                  'inside the step, after the variables are read; before_step: a sleep before '
-                  'the step.')
-flags.DEFINE_float('peer_timeout_s', 60.0, 'Bound on waiting for a peer task or the chief\'s '
-                   'initialisation.')
-flags.DEFINE_float('step_timeout_s', 600.0, 'Bound on one distributed step.')
-flags.DEFINE_float('save_model_secs', None, 'Distributed: the chief also checkpoints every '
-                   'this many seconds.')
-flags.DEFINE_integer('partition_min_bytes', 0, 'Split parameter-server variables of at least '
-                     'this many bytes over the ps tasks; 0: never.')
-# Input pipeline (tfhp.pipelines, tfhp.data): real data, RecordInput or tf.data, staging.
+_group('Input pipeline')
+# tfhp.pipelines, tfhp.data: real data, RecordInput or tf.data, staging.
 flags.DEFINE_string('data_dir', None, 'Directory of TFRecord shards in the ImageNet format '
                     '(train-*-of-*, validation-*-of-*); default: synthetic data.')
 flags.DEFINE_string('data_name', None, 'Expected data set name: imagenet, or the name in '
@@ -219,8 +203,39 @@ flags.DEFINE_enum('image_dtype', 'float32', config_lib.IMAGE_DTYPES, 'Dtype of t
                   'staged onto the devices; the model casts them to its compute dtype.')
 flags.DEFINE_integer('batch_group_size', 1, 'tf_cnn_benchmarks\' batches per input '
                      'producer run; only 1.')
-# Gradient staleness (tfhp.replication.staleness): always measured in asynchronous training;
-# the remedies apply to it (--cross_replica_sync=false).
+_group('Cluster')
+# tfhp.cluster: this process as one task of a multi-process job. Without --job_name,
+# TF_CONFIG (as cluster managers set it) describes the cluster, if set.
+flags.DEFINE_enum('job_name', '', ('',) + config_lib.JOB_NAMES,
+                  'This task\'s job: ps, worker or controller; empty: one process.')
+flags.DEFINE_integer('task_index', 0, 'This task\'s index in its job.')
+flags.DEFINE_list('ps_hosts', [], 'Comma-separated host:port of the ps tasks.')
+flags.DEFINE_list('worker_hosts', [], 'Comma-separated host:port of the worker tasks.')
+flags.DEFINE_string('controller_host', '', 'host:port of the in-graph client, if not worker 0.')
+flags.DEFINE_enum('graph_mode', 'between_graph', config_lib.GRAPH_MODES,
+                  'A graph per worker, or one client building towers on every worker.')
+flags.DEFINE_boolean('cross_replica_sync', True,
+                     'Synchronous steps; false: every worker (or replica) applies alone.')
+flags.DEFINE_integer('replicas_to_aggregate', None, 'Gradients per synchronous step; fewer '
+                     'than the workers leaves spare replicas. Default: every worker.')
+flags.DEFINE_integer('total_num_replicas', None, 'Workers in synchronous steps (default and '
+                     'only allowed value: every worker).')
+flags.DEFINE_list('straggler_workers', [], 'Worker indices slowed by --straggler_delay_ms '
+                  'every step (experiments).')
+flags.DEFINE_float('straggler_delay_ms', 0.0, 'Injected delay per step on --straggler_workers.')
+flags.DEFINE_enum('straggler_mode', 'compute', config_lib.STRAGGLER_MODES, 'compute: a delay op '
+                  'inside the step, after the variables are read; before_step: a sleep before '
+                  'the step.')
+flags.DEFINE_float('peer_timeout_s', 60.0, 'Bound on waiting for a peer task or the chief\'s '
+                   'initialisation.')
+flags.DEFINE_float('step_timeout_s', 600.0, 'Bound on one distributed step.')
+flags.DEFINE_float('save_model_secs', None, 'Distributed: the chief also checkpoints every '
+                   'this many seconds.')
+flags.DEFINE_integer('partition_min_bytes', 0, 'Split parameter-server variables of at least '
+                     'this many bytes over the ps tasks; 0: never.')
+_group('Gradient staleness')
+# tfhp.replication.staleness: always measured in asynchronous training; the remedies apply
+# to it (--cross_replica_sync=false).
 flags.DEFINE_boolean('measure_staleness', False, 'Also measure gradient staleness in '
                      'synchronous in-graph runs (where it must be 0).')
 flags.DEFINE_integer('max_gradient_staleness', None, 'Asynchronous: drop gradients older than '
@@ -369,6 +384,23 @@ def _exit(status):
     sys.exit(status)
 
 
+USAGE = """usage: tfhp [flags]     (python -m tfhp [flags]: the same command)
+
+Builds the training step the flags describe, warms it up, times --num_batches steps and prints
+total images/sec. Each flag in full: docs/flags.md; --helpfull adds absl's and the libraries'
+flags to these."""
+
+
+def _parse_flags(argv):
+    """absl's parsing, except that --help (-h, -?, --helpshort) prints this command's flags in
+    their groups and exits 0: absl's lists a console script's flags only under --helpfull."""
+    if flag_help.asks_for_help(argv[1:]):
+        print(flag_help.format_help(USAGE, flag_help.grouped(
+            FLAGS.get_flags_for_module(__name__), HELP_GROUPS)))
+        sys.exit(0)
+    return app.parse_flags_with_usage(argv)
+
+
 def run_main():
     """Console-script entry point."""
-    app.run(lambda argv: _exit(main(argv)))
+    app.run(lambda argv: _exit(main(argv)), flags_parser=_parse_flags)
