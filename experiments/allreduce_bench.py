@@ -169,9 +169,9 @@ def plot(records, memcpy, path):
     sizes = sorted({r['bytes'] for r in records})
     plots.line_panels(path, panels, 'tensor size per device',
                       'bus bandwidth 2(N-1)/N S/t, GB/s', logx=True, logy=True,
-                      title='all-reduce bus bandwidth, median and min-max of %d runs; t includes '
+                      title='all-reduce bus bandwidth, %s; t includes '
                       'one session.run (a no-op takes %.0f us)' % (
-                          records[0]['seconds']['n'],
+                          plots.spread_text(records[0]['seconds']['n'], 'runs'),
                           records[0]['session_run_floor_seconds'] * 1e6),
                       xticks=[(s, _size_label(s)) for s in sizes], sharey=True)
 

@@ -128,8 +128,8 @@ def plot(records, path):
     workers = sorted({r['num_workers'] for r in null})
     plots.line_panels(path, panels, 'workers (processes on this machine, loopback gRPC)',
                       "global steps/sec (the chief's count)", logy=True,
-                      title='null models, %d ps tasks: median and min-max of %d repeats' % (
-                          null[0]['num_ps'], null[0]['repeats']),
+                      title='null models, %d ps tasks: %s' % (
+                          null[0]['num_ps'], plots.spread_text(null[0]['repeats'])),
                       xticks=[(n, str(n)) for n in workers], sharey=True)
 
 

@@ -232,8 +232,8 @@ def plot_saturation(records, path):
         panels.append(('%s, %s links' % (model, rate), series, []))
     workers = sorted({r['num_workers'] for r in records})
     plots.line_panels(path, panels, 'workers', 'global step time, ms',
-                      title='parameter-server saturation on emulated links: median and min-max '
-                      'of %d repeats' % records[0]['repeats'],
+                      title='parameter-server saturation on emulated links: %s'
+                      % plots.spread_text(records[0]['repeats']),
                       xticks=[(w, str(w)) for w in workers])
 
 
@@ -252,7 +252,7 @@ def plot_modes(records, path):
     plots.line_panels(path, [('%s on %s links' % (records[0]['model'], records[0]['rate']),
                               series, [])], 'workers', 'global step time, ms',
                       title='synchronous modes (dashed: the in-turn estimate, or the ring\'s '
-                      'bound); %d repeats' % records[0]['repeats'],
+                      'bound); %s' % plots.spread_text(records[0]['repeats']),
                       xticks=[(w, str(w)) for w in workers])
 
 
@@ -269,9 +269,9 @@ def plot_precision(records, path):
                              series('worker_sent_mb')),
                             ('a worker receives per step', 'MB', updates,
                              series('worker_received_mb'))],
-                     title='gradients sent in 16 bits, %d workers on %s links: median and '
-                     'min-max of %d repeats' % (records[0]['num_workers'], records[0]['rate'],
-                                                records[0]['repeats']))
+                     title='gradients sent in 16 bits, %d workers on %s links: %s' % (
+                         records[0]['num_workers'], records[0]['rate'],
+                         plots.spread_text(records[0]['repeats'])))
 
 
 def plot_backup(records, path):
@@ -286,9 +286,8 @@ def plot_backup(records, path):
     plots.bar_panels(path, [('global step time', 'ms', rates, series('global_step_ms')),
                             ('late gradients dropped (timed steps)', 'gradients', rates,
                              series('dropped_gradients'))],
-                     title='one straggler, one backup worker (%d workers, 1 ps): median and '
-                     'min-max of %d repeats' % (records[0]['num_workers'],
-                                                records[0]['repeats']))
+                     title='one straggler, one backup worker (%d workers, 1 ps): %s' % (
+                         records[0]['num_workers'], plots.spread_text(records[0]['repeats'])))
 
 
 PLOTS = {'saturation': plot_saturation, 'modes': plot_modes, 'precision': plot_precision,

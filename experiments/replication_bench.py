@@ -121,8 +121,8 @@ def plot(records, path):
                               [(1.0, 'linear scaling')],
                               'images/sec on N / (N x images/sec on 1)')],
                       'devices (virtual CPU devices share the host cores)', None,
-                      title='in-graph replication, %s, median and min-max of %d repeats' % (
-                          records[0]['model'], records[0]['repeats']),
+                      title='in-graph replication, %s, %s' % (
+                          records[0]['model'], plots.spread_text(records[0]['repeats'])),
                       xticks=[(n, str(n)) for n in counts])
 
 

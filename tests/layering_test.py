@@ -19,7 +19,7 @@ ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfh
 LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
     ('tfhp', 'tfhp.modes', 'tfhp.counts', 'tfhp.compat', 'tfhp.startup', 'tfhp.timing',
-     'tfhp.loss_scale', 'tfhp.plots', 'tfhp.flag_help'),
+     'tfhp.loss_scale', 'tfhp.plots', 'tfhp.flag_help', 'tfhp.provenance'),
     # Primitives: graph pieces and values that know no strategy.
     ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
      'tfhp.results', 'tfhp.emulation'),

@@ -1,8 +1,14 @@
-"""Figures as PNG files: the experiments' curves and `python -m tfhp.diagnose --plot`.
+"""Figures for a paper draft: the experiments' curves and `python -m tfhp.diagnose --plot`.
 
 matplotlib is optional (the extra `tfhp[plots]`): nothing here imports it until a figure is
 drawn, so tfhp imports and runs without it, and `check_available` lets an entry point refuse
 --plot before any work. Figures are drawn with the Agg backend (no display needed).
+
+The path's suffix picks the format: .svg and .pdf are vector files, anything else a PNG of
+`dpi` dots per inch (a palette PNG: a few tens of KB). Every figure takes an optional `caption`,
+a line drawn under it (`tfhp.provenance.caption()`: machine, date, commit). Series keep one
+colour and one marker (open, so that points of series that coincide stay visible) across a
+figure's panels, and their legend sits below the panels, clear of the data.
 
 Repeated figures come as summaries, dicts with 'median', 'min' and 'max' (see
 experiments/stats.py): lines are drawn through the medians, with the min-max range as error bars
@@ -13,12 +19,26 @@ or a shaded band. A None median or bound (a target not reached) is left out of t
   bar_panels        grouped bars of medians with min-max error bars, one panel per figure
   stage_breakdown   the diagnose report: self time per stage and device, step time per run
   predicted_vs_measured   a model's predictions against measurements, the y = x line and a band
+  spread_text       'median and min-max of N repeats', or 'one run' (for titles)
 """
+import functools
 import io
 import math
 import statistics
 
 INSTALL_HINT = "--plot needs matplotlib, which is not installed: pip install -e '.[plots]'"
+DPI = 150  # a PNG's resolution; vector formats ignore it
+VECTOR_FORMATS = ('svg', 'pdf')
+# What tells series apart besides colour (and in grey print): a marker each; the accuracy
+# curves, whose many points run together, also a linestyle each; bars a hatch each.
+MARKERS = 'osD^v<>ph*'
+LINESTYLES = ('-', '--', '-.', ':')
+HATCHES = ('', '//', '..', 'xx', '\\\\', '++', 'oo')
+# Sizes for a figure printed about as wide as a page: 9 pt text at a panel width of 4.4 in.
+_STYLE = {'font.size': 9, 'axes.titlesize': 9, 'axes.labelsize': 9, 'legend.fontsize': 8,
+          'xtick.labelsize': 8, 'ytick.labelsize': 8, 'figure.titlesize': 9.5,
+          'legend.frameon': False, 'svg.hashsalt': 'tfhp'}  # ids in an SVG: the same each time
+_PANEL = (4.4, 3.3)  # inches per panel
 
 
 class PlotsUnavailable(ImportError):
@@ -40,43 +60,108 @@ def check_available():
     _pyplot()
 
 
-def _save(figure, path):
-    """Writes the figure as a palette PNG: a few tens of KB instead of a hundred or more."""
-    figure.tight_layout()
+def output_format(path):
+    """'svg' or 'pdf' for a path ending so (any case), else 'png'."""
+    suffix = path.rpartition('.')[2].lower() if '.' in path else ''
+    return suffix if suffix in VECTOR_FORMATS else 'png'
+
+
+def spread_text(count, noun='repeats'):
+    """How a figure's lines and bars summarise `count` runs: 'median and min-max of 3 repeats',
+    or 'one run' (no spread to draw)."""
+    return 'median and min-max of %d %s' % (count, noun) if count > 1 else 'one run'
+
+
+def _styled(draw):
+    """Draws in this module's text sizes without changing the caller's matplotlib settings."""
+    @functools.wraps(draw)
+    def styled(*args, **kwargs):
+        with _pyplot().rc_context(_STYLE):
+            return draw(*args, **kwargs)
+    return styled
+
+
+def _legend_below(figure, axes, title=None, order=()):
+    """One legend for the figure, under its panels: each label once, those of `order` first
+    (in that order), then the rest as they appear; as many to a row as the width holds."""
+    entries = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if not entries:
+        return None
+    labels = [label for label in order if label in entries]
+    labels += [label for label in entries if label not in order]
+    # An entry takes its text (about 0.065 in a character at 8 pt) and its key, 0.6 in.
+    entry_width = 0.6 + 0.065 * max(len(label) for label in labels)
+    columns = max(1, min(len(labels), int(figure.get_figwidth() / entry_width)))
+    return figure.legend([entries[label] for label in labels], labels, loc='upper center',
+                         bbox_to_anchor=(0.5, 0.0), ncol=columns, title=title)
+
+
+def _save(figure, path, dpi, caption, legend=None):
+    """Writes the figure in the format its path asks for; the caption goes under everything.
+
+    The saved area is the drawing's tight bounding box, so a legend or caption below the
+    figure is included rather than clipped.
+    """
+    pyplot = _pyplot()
+    if caption:
+        bottom = 0.0
+        if legend is not None:
+            figure.canvas.draw()  # the legend's size is known once it is drawn
+            bottom = legend.get_window_extent().transformed(
+                figure.transFigure.inverted()).y0
+        figure.text(0.5, bottom - 0.01, caption, ha='center', va='top', fontsize=7,
+                    color='dimgrey')
+    kind = output_format(path)
+    options = dict(bbox_inches='tight', pad_inches=0.05)
+    if kind in VECTOR_FORMATS:
+        # No creation date in the file: the same figure gives the same bytes.
+        figure.savefig(path, format=kind, metadata={'svg': {'Date': None},
+                                                    'pdf': {'CreationDate': None}}[kind],
+                       **options)
+        pyplot.close(figure)
+        return
     buffer = io.BytesIO()
-    figure.savefig(buffer, format='png', dpi=80)
-    _pyplot().close(figure)
+    figure.savefig(buffer, format='png', dpi=dpi, **options)
+    pyplot.close(figure)
     from PIL import Image  # pylint: disable=g-import-not-at-top  # matplotlib depends on it
     buffer.seek(0)
     with Image.open(buffer) as image:
-        image.convert('RGB').quantize(colors=96).save(path, format='PNG', optimize=True)
+        image.convert('RGB').quantize(colors=96).save(path, format='PNG', optimize=True,
+                                                      dpi=(dpi, dpi))
 
 
-def _median_band(values):
-    return statistics.median(values), min(values), max(values)
-
-
-def accuracy_curves(path, series, target=None, title=None):
+@_styled
+def accuracy_curves(path, series, target=None, title=None, dpi=DPI, caption=None):
     """Accuracy vs images (left) and vs seconds (right), median line and min-max band each.
 
     Args:
-      path: the PNG to write.
+      path: the file to write (.svg, .pdf, else PNG).
       series: [(label, curves)]; curves: one per repeat, each a list of (images, seconds,
         accuracy) checkpoints. Repeats are aligned by checkpoint index (the shortest decides);
         x is the median over repeats of images, resp. seconds, at that checkpoint.
       target: draw the target accuracy as a dashed line.
       title: the figure's title.
+      dpi: a PNG's resolution.
+      caption: a line under the figure (e.g. `tfhp.provenance.caption()`).
     """
     pyplot = _pyplot()
-    figure, axes = pyplot.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for label, curves in series:
+    figure, axes = pyplot.subplots(1, 2, figsize=(2 * _PANEL[0] + 0.6, _PANEL[1]), sharey=True)
+    for index, (label, curves) in enumerate(series):
         length = min(len(c) for c in curves)
         columns = [[c[i] for c in curves] for i in range(length)]
         accuracy = [_median_band([p[2] for p in points]) for points in columns]
         for ax, x_index in zip(axes, (0, 1)):
             xs = [_median_band([p[x_index] for p in points])[0] for points in columns]
-            line, = ax.plot(xs, [a[0] for a in accuracy], marker='.', label='%s (%d repeats)'
-                            % (label, len(curves)))
+            # Curves cross and run together: a linestyle and a marker (every few
+            # checkpoints) each, beside the colour.
+            line, = ax.plot(xs, [a[0] for a in accuracy],
+                            linestyle=LINESTYLES[index % len(LINESTYLES)],
+                            marker=MARKERS[index % len(MARKERS)], markersize=4,
+                            markerfacecolor='none', markevery=max(1, length // 8),
+                            label='%s (%d repeats)' % (label, len(curves)))
             ax.fill_between(xs, [a[1] for a in accuracy], [a[2] for a in accuracy],
                             color=line.get_color(), alpha=0.18 if len(series) <= 4 else 0.09,
                             linewidth=0)
@@ -88,11 +173,15 @@ def accuracy_curves(path, series, target=None, title=None):
             ax.axhline(target, color='grey', linestyle='--', linewidth=1,
                        label='target %.2f' % target)
         ax.grid(alpha=0.3)
-    axes[1].legend(loc='lower right', fontsize=8,
-                   title='line: median, band: min-max', title_fontsize=8)
     if title:
-        figure.suptitle(title, fontsize=10)
-    _save(figure, path)
+        figure.suptitle(title)
+    figure.tight_layout()
+    legend = _legend_below(figure, axes, title='line: median, band: min-max')
+    _save(figure, path, dpi, caption, legend)
+
+
+def _median_band(values):
+    return statistics.median(values), min(values), max(values)
 
 
 def _present(xs, summaries):
@@ -114,35 +203,44 @@ def _dodged(xs, index, count, logx):
     return [x * math.exp(shift) if logx else x + shift for x in xs]
 
 
+@_styled
 def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None,
-                xticks=None, sharey=False):
+                xticks=None, sharey=False, dpi=DPI, caption=None):
     """One panel per group: a line per series through the medians, min-max error bars.
 
     Args:
-      path: the PNG to write.
+      path: the file to write (.svg, .pdf, else PNG).
       panels: [(panel title, series, reference lines)] or (..., reference lines, y label);
         series: [(label, xs, summaries)] or (label, xs, summaries, style): style is a dict of
         matplotlib line options (e.g. {'color': 'C0', 'linestyle': '--'} for a bound drawn
         beside the measured series), and 'dodge': False keeps its xs where they are (a
-        computed line, not a measurement among others at the same x); reference lines: [(y, label)] drawn dashed across the
-        panel (e.g. memcpy bandwidth).
+        computed line, not a measurement among others at the same x); reference lines:
+        [(y, label)] drawn dashed across the panel (e.g. memcpy bandwidth). A label keeps
+        one colour and marker in every panel.
       xlabel, ylabel: axis labels, with units (a panel's own y label wins).
       logx, logy: log scales (for x or y spanning decades); a linear y starts at 0.
       title: the figure's title.
       xticks: [(x, label)] to mark, e.g. sizes as '1 KiB'.
       sharey: one y axis for every panel (same figure, same scale: panels compare).
+      dpi: a PNG's resolution.
+      caption: a line under the figure (e.g. `tfhp.provenance.caption()`).
     """
     pyplot = _pyplot()
     from matplotlib import ticker  # pylint: disable=g-import-not-at-top
-    figure, axes = pyplot.subplots(1, len(panels), figsize=(5.5 * len(panels) + 1, 4.2),
-                                   squeeze=False, sharey=sharey)
+    figure, axes = pyplot.subplots(1, len(panels), squeeze=False, sharey=sharey,
+                                   figsize=(_PANEL[0] * len(panels) + 0.6, _PANEL[1]))
+    labels = []
+    for panel in panels:
+        labels += [s[0] for s in panel[1] if s[0] not in labels]
     for ax, panel in zip(axes[0], panels):
         panel_title, series, references = panel[:3]
         for index, (label, xs, summaries) in enumerate(s[:3] for s in series):
             points = _present(xs, summaries)
             if not points:
                 continue
-            style = dict(marker='o', markersize=4, capsize=3)
+            k = labels.index(label)
+            style = dict(color='C%d' % (k % 10), marker=MARKERS[k % len(MARKERS)],
+                         markersize=5, markerfacecolor='none', capsize=3)
             style.update(series[index][3] if len(series[index]) > 3 else {})
             xs = [x for x, _ in points]
             if style.pop('dodge', True):
@@ -165,28 +263,35 @@ def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None
             ax.set_xticks([x for x, _ in xticks])
             ax.set_xticklabels([t for _, t in xticks], rotation=45 if len(xticks) > 5 else 0)
             ax.minorticks_off()
-        ax.set_title(panel_title, fontsize=10)
+        ax.set_title(panel_title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(panel[3] if len(panel) > 3 else ylabel)
         ax.grid(alpha=0.3, which='both')
-        ax.legend(fontsize=7)
     if title:
-        figure.suptitle(title, fontsize=10)
-    _save(figure, path)
+        figure.suptitle(title)
+    figure.tight_layout()
+    _save(figure, path, dpi, caption, _legend_below(figure, axes[0], order=labels))
 
 
-def bar_panels(path, panels, title=None):
+@_styled
+def bar_panels(path, panels, title=None, dpi=DPI, caption=None):
     """One panel per figure: groups of bars (a bar per series), medians, min-max error bars.
 
     Args:
-      path: the PNG to write.
+      path: the file to write (.svg, .pdf, else PNG).
       panels: [(panel title, y label, groups, series)]; groups: the x labels; series:
-        [(label, summaries)], one summary (or None: no bar) per group.
+        [(label, summaries)], one summary (or None: no bar) per group. A series has a colour
+        and a hatch of its own (told apart in grey print too).
       title: the figure's title.
+      dpi: a PNG's resolution.
+      caption: a line under the figure (e.g. `tfhp.provenance.caption()`).
     """
     pyplot = _pyplot()
-    figure, axes = pyplot.subplots(1, len(panels), figsize=(5.0 * len(panels) + 1, 4.2),
-                                   squeeze=False)
+    figure, axes = pyplot.subplots(1, len(panels), squeeze=False,
+                                   figsize=(_PANEL[0] * len(panels) + 0.6, _PANEL[1]))
+    labels = []
+    for panel in panels:
+        labels += [label for label, _ in panel[3] if label not in labels]
     for ax, (panel_title, ylabel, groups, series) in zip(axes[0], panels):
         width = 0.8 / max(1, len(series))
         for index, (label, summaries) in enumerate(series):
@@ -198,41 +303,50 @@ def bar_panels(path, panels, title=None):
             medians = [s['median'] for _, s in bars]
             errors = [[s['median'] - s['min'] for _, s in bars],
                       [0.0 if s['max'] is None else s['max'] - s['median'] for _, s in bars]]
-            ax.bar(xs, medians, width=width * 0.95, yerr=errors, capsize=3, label=label)
+            ax.bar(xs, medians, width=width * 0.95, yerr=errors, capsize=3, label=label,
+                   color='C%d' % (labels.index(label) % 10),
+                   hatch=HATCHES[labels.index(label) % len(HATCHES)],
+                   edgecolor='white', linewidth=0)
         ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels(groups, fontsize=8)
+        ax.set_xticklabels(groups)
         ax.set_ylim(bottom=0)
-        ax.set_title(panel_title, fontsize=10)
+        ax.set_title(panel_title)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3, axis='y')
-        ax.legend(fontsize=7)
     if title:
-        figure.suptitle(title, fontsize=10)
-    _save(figure, path)
+        figure.suptitle(title)
+    figure.tight_layout()
+    _save(figure, path, dpi, caption, _legend_below(figure, axes[0]))
 
 
-def predicted_vs_measured(path, series, band=0.10, unit='ms', title=None):
+@_styled
+def predicted_vs_measured(path, series, band=0.10, unit='ms', title=None, dpi=DPI,
+                          caption=None):
     """Measured (x, median with min-max error bars) against predicted (y), log-log, one marker
     series per group, with the line y = x and the band of +-`band` around it: a point inside
     the band is predicted within that error.
 
     Args:
-      path: the PNG to write.
+      path: the file to write (.svg, .pdf, else PNG).
       series: [(label, measured summaries, predicted values)]; each summary a dict with
         'median', 'min' and 'max' (or a number: one run).
+      band: the relative error the band shows.
+      unit: the unit of both axes.
+      title: the figure's title.
+      dpi: a PNG's resolution.
+      caption: a line under the figure (e.g. `tfhp.provenance.caption()`).
     """
     pyplot = _pyplot()
-    figure, ax = pyplot.subplots(figsize=(5.8, 5.2))
+    figure, ax = pyplot.subplots(figsize=(_PANEL[0], _PANEL[0]))
     everything = []
-    markers = 'osD^v<>'
     for index, (label, measured, predicted) in enumerate(series):
         summaries = [m if isinstance(m, dict) else {'median': m, 'min': m, 'max': m}
                      for m in measured]
         xs = [m['median'] for m in summaries]
         ax.errorbar(xs, predicted, xerr=[[m['median'] - m['min'] for m in summaries],
                                          [m['max'] - m['median'] for m in summaries]],
-                    linestyle='none', marker=markers[index % len(markers)], markersize=5,
-                    capsize=2, label=label)
+                    linestyle='none', marker=MARKERS[index % len(MARKERS)], markersize=5,
+                    markerfacecolor='none', capsize=2, label=label)
         everything += xs + list(predicted)
     low, high = min(everything) / 1.3, max(everything) * 1.3
     line = [low, high]
@@ -251,47 +365,50 @@ def predicted_vs_measured(path, series, band=0.10, unit='ms', title=None):
     ax.set_xlabel('measured (%s)' % unit)
     ax.set_ylabel('predicted (%s)' % unit)
     ax.grid(alpha=0.3, which='both')
-    ax.legend(fontsize=7)
     if title:
-        ax.set_title(title, fontsize=10)
-    _save(figure, path)
+        ax.set_title(title)
+    figure.tight_layout()
+    _save(figure, path, dpi, caption, _legend_below(figure, [ax]))
 
 
-def stage_breakdown(path, diagnosis):
+@_styled
+def stage_breakdown(path, diagnosis, dpi=DPI, caption=None):
     """The diagnose report: self time per stage on each device, and each run's step time.
 
     Args:
-      path: the PNG to write.
+      path: the file to write (.svg, .pdf, else PNG).
       diagnosis: a `tfhp.profiling.bottleneck.Diagnosis`.
+      dpi: a PNG's resolution.
+      caption: a line under the figure (e.g. `tfhp.provenance.caption()`).
     """
     pyplot = _pyplot()
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.8),
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(2 * _PANEL[0] + 1.4, _PANEL[1] + 0.4),
                                             gridspec_kw={'width_ratios': [3, 2]})
     devices = list(diagnosis.stage_ms)
     stages = []
     for per_stage in diagnosis.stage_ms.values():
         stages += [s for s in per_stage if s not in stages]
     starts = [0.0] * len(devices)
-    for stage in stages:
+    for index, stage in enumerate(stages):
         widths = [diagnosis.stage_ms[d].get(stage, 0.0) for d in devices]
-        left.barh(devices, widths, left=starts, label=stage)
+        left.barh(devices, widths, left=starts, label=stage, color='C%d' % (index % 10),
+                  hatch=HATCHES[index % len(HATCHES)], edgecolor='white', linewidth=0)
         starts = [s + w for s, w in zip(starts, widths)]
     left.invert_yaxis()
     left.set_xlabel('self time in the traced step, ms (a bar adds up to the device\'s busy time)')
-    left.set_title('time per stage and device (one traced step)', fontsize=10)
-    left.legend(fontsize=8, ncol=min(len(stages), 5), loc='upper center',
-                bbox_to_anchor=(0.5, -0.2))
+    left.set_title('time per stage and device (one traced step)')
     left.grid(alpha=0.3, axis='x')
     names = list(diagnosis.runs)
     step_ms = [diagnosis.runs[n]['step_time_ms']['p50'] for n in names]
     bars = right.barh(names, step_ms, color=['black'] + ['silver'] * (len(names) - 1))
-    right.bar_label(bars, fmt='%.1f ms', fontsize=8)
+    right.bar_label(bars, fmt='%.1f ms', fontsize=8, padding=3)
     right.invert_yaxis()
     right.set_xlabel('median step time, ms')
-    right.set_title('the configuration (black) and its ablations', fontsize=10)
+    right.set_title('the configuration (black) and its ablations')
     right.set_xlim(0, max(step_ms) * 1.25)
-    figure.suptitle(_wrap(diagnosis.verdict, 130), fontsize=9)
-    _save(figure, path)
+    figure.suptitle(_wrap(diagnosis.verdict, 120))
+    figure.tight_layout()
+    _save(figure, path, dpi, caption, _legend_below(figure, [left]))
 
 
 def _wrap(text, width):

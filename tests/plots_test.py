@@ -1,0 +1,125 @@
+"""Figures for a paper draft: the format by suffix, dpi, series told apart, the legend off the
+data, the caption and what it says."""
+import importlib.util
+import os
+import subprocess
+
+import pytest
+
+from tfhp import plots
+from tfhp import provenance
+
+needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec('matplotlib') is None,
+                                      reason="matplotlib is not installed (pip install -e "
+                                             "'.[plots]')")
+
+SAME = [{'median': m, 'min': m - 1.0, 'max': m + 1.0} for m in (10.0, 20.0, 30.0)]
+# Two panels; 'a' and 'b' coincide, and 'b' comes first in the second panel.
+PANELS = [('one', [('a', [1, 2, 4], SAME), ('b', [1, 2, 4], SAME)], [(35.0, 'ceiling')]),
+          ('two', [('b', [1, 2, 4], SAME), ('a', [1, 2, 4], SAME)], [])]
+
+
+def _draw(path, **options):
+    plots.line_panels(str(path), PANELS, 'workers', 'ms', title='t', **options)
+
+
+@pytest.mark.parametrize('name, expected', [
+    ('f.svg', 'svg'), ('F.PDF', 'pdf'), ('f.png', 'png'), ('f', 'png'), ('dir.svg/f', 'png')])
+def test_the_suffix_picks_the_format(name, expected):
+    assert plots.output_format(name) == expected
+
+
+@needs_matplotlib
+def test_vector_files_are_vector_and_the_same_bytes_each_time(tmp_path):
+    for suffix, head in (('svg', b'<?xml'), ('pdf', b'%PDF-')):
+        first, second = tmp_path / ('1.' + suffix), tmp_path / ('2.' + suffix)
+        _draw(first)
+        _draw(second)
+        assert first.read_bytes()[:5] == head
+        assert first.read_bytes() == second.read_bytes()  # no date, fixed ids
+    assert b'<svg' in (tmp_path / '1.svg').read_bytes()
+
+
+@needs_matplotlib
+def test_a_png_has_the_dpi_asked_for(tmp_path):
+    from PIL import Image  # pylint: disable=g-import-not-at-top
+    sizes = {}
+    for dpi in (75, 150):
+        _draw(tmp_path / ('%d.png' % dpi), dpi=dpi)
+        with Image.open(tmp_path / ('%d.png' % dpi)) as image:
+            sizes[dpi] = image.size
+            assert round(image.info['dpi'][0]) == dpi
+    assert sizes[150][0] / sizes[75][0] == pytest.approx(2.0, rel=0.03)
+    assert sizes[150][0] > 1000  # a two-panel figure: 9.4 in at 150 dpi
+
+
+def _drawn(monkeypatch, draw):
+    """Runs `draw` and returns the figure and legend it would have saved, drawn."""
+    saved = {}
+
+    def capture(figure, path, dpi, caption, legend=None):
+        del path, dpi
+        if caption:
+            figure.text(0.5, 0.0, caption)
+        figure.canvas.draw()
+        saved.update(figure=figure, legend=legend)
+    monkeypatch.setattr(plots, '_save', capture)
+    draw()
+    return saved['figure'], saved['legend']
+
+
+@needs_matplotlib
+def test_series_keep_a_marker_each_and_the_legend_sits_under_the_panels(monkeypatch, tmp_path):
+    figure, legend = _drawn(monkeypatch, lambda: _draw(tmp_path / 'x.png'))
+    markers = [{line.get_label(): (line.get_marker(), line.get_color()) for line in
+                ax.get_lines() if not line.get_label().startswith('_')} for ax in figure.axes]
+    # errorbar labels its container, not its line: take the styles from the containers.
+    styles = [{c.get_label(): (c.lines[0].get_marker(), c.lines[0].get_color(),
+                               c.lines[0].get_markerfacecolor()) for c in ax.containers}
+              for ax in figure.axes]
+    assert styles[0] == styles[1]  # the same look in both panels, whatever the order
+    assert styles[0]['a'][0] != styles[0]['b'][0] and styles[0]['a'][1] != styles[0]['b'][1]
+    assert styles[0]['a'][2] == 'none'  # open: a marker under another still shows
+    assert markers[0] == {'ceiling': ('None', 'black')}
+    assert [t.get_text() for t in legend.get_texts()] == ['a', 'b', 'ceiling']
+    top = legend.get_window_extent().y1
+    assert all(top < ax.get_tightbbox().y0 for ax in figure.axes)  # under every panel
+    from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+    pyplot.close(figure)
+
+
+@needs_matplotlib
+def test_the_caption_is_drawn_under_the_figure(tmp_path):
+    from PIL import Image  # pylint: disable=g-import-not-at-top
+    _draw(tmp_path / 'plain.png')
+    _draw(tmp_path / 'captioned.png', caption='AMD EPYC, 2 cores; 2026-11-22; commit abc1234')
+    with Image.open(tmp_path / 'plain.png') as plain:
+        with Image.open(tmp_path / 'captioned.png') as captioned:
+            assert captioned.size[1] > plain.size[1] + 10  # a line of 7 pt text more
+            assert abs(captioned.size[0] - plain.size[0]) <= 2
+
+
+def test_spread_text():
+    assert plots.spread_text(3) == 'median and min-max of 3 repeats'
+    assert plots.spread_text(10, 'runs') == 'median and min-max of 10 runs'
+    assert plots.spread_text(1) == 'one run'
+
+
+def test_the_caption_names_machine_date_and_commit(tmp_path):
+    assert provenance.caption('2026-11-22', 'Xeon, 8 cores, Linux x86_64', 'abc1234') == (
+        'Xeon, 8 cores, Linux x86_64; 2026-11-22; commit abc1234')
+    assert provenance.caption('2026-11-22', 'm', '') == 'm; 2026-11-22'  # no commit known
+    cpuinfo = tmp_path / 'cpuinfo'
+    cpuinfo.write_text('processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n')
+    assert provenance.cpu_model(str(cpuinfo)) == 'Intel(R) Xeon(R) CPU @ 2.20GHz'
+    assert provenance.commit(str(tmp_path)) is None  # not a checkout
+
+
+def test_the_commit_is_the_checkouts_head():
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=checkout,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip('not a git checkout, or no git')
+    assert provenance.commit() == head and len(head) >= 7

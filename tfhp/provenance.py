@@ -1,0 +1,60 @@
+"""Where and when figures were measured: the machine, the date and tfhp's commit, as one line.
+
+A figure copied into a paper draft loses its surroundings; `caption()` gives the line that
+`tfhp.plots` draws under it (the experiments pass it with --plot). Pure Python: the commit is
+asked of git, and left out where tfhp is not a git checkout or git is missing.
+"""
+import os
+import platform
+import subprocess
+import time
+
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cpu_model(cpuinfo='/proc/cpuinfo'):
+    """The processor's name ('model name' of /proc/cpuinfo on Linux), or what `platform`
+    knows elsewhere."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                key, _, value = line.partition(':')
+                if key.strip() == 'model name' and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine():
+    """'<cpu model>, <n> cores, <OS> <architecture>'."""
+    return '%s, %d cores, %s %s' % (cpu_model(), os.cpu_count() or 1, platform.system(),
+                                    platform.machine())
+
+
+def commit(checkout=_CHECKOUT):
+    """`git rev-parse --short HEAD` of `checkout` (tfhp's own by default); None where it is not
+    a git checkout or git cannot be run."""
+    try:
+        proc = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=checkout,
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode:
+        return None
+    return proc.stdout.strip() or None
+
+
+def caption(date=None, machine_text=None, commit_text=None):
+    """The caption line: '<machine>; <date>; commit <hash>' (the commit only where known).
+
+    Args:
+      date: when the figures were measured, e.g. '2026-11-22' (default: today).
+      machine_text: the machine (default: `machine()`, this one).
+      commit_text: the commit (default: `commit()`, tfhp's checkout).
+    """
+    parts = [machine_text or machine(), date or time.strftime('%Y-%m-%d')]
+    commit_text = commit_text if commit_text is not None else commit()
+    if commit_text:
+        parts.append('commit %s' % commit_text)
+    return '; '.join(parts)
