@@ -193,7 +193,9 @@ def test_named_in_finds_the_watched_peers_an_error_names(text, named):
     assert Job().dog.named_in(text) == named
 
 
-def test_a_lost_peer_line_says_how_to_resume_but_a_disagreement_does_not():
+def test_a_lost_peer_line_says_how_to_resume_but_a_disagreement_does_not(monkeypatch):
+    sleeps = []  # the disagreement's answering a while longer, recorded instead of slept
+    monkeypatch.setattr(watchdog, 'time', types.SimpleNamespace(sleep=sleeps.append))
     job = Job()
     job.dog.advise(lambda: 'start the job again with the same flags: it resumes from step 30')
     job.dog.fail('lost ps task 0 at %s' % PS.address)
@@ -205,3 +207,4 @@ def test_a_lost_peer_line_says_how_to_resume_but_a_disagreement_does_not():
     other.dog.fail('--batch_size: 4 there, 2 here', watchdog.EXIT_MISMATCH)
     assert other.failures == [('%s: --batch_size: 4 there, 2 here' % TASK,
                                watchdog.EXIT_MISMATCH)]
+    assert sleeps == [3.0]  # only the disagreement answers on, for two turns and a read
