@@ -233,6 +233,11 @@ flags.DEFINE_float('save_model_secs', None, 'Distributed: the chief also checkpo
                    'this many seconds.')
 flags.DEFINE_integer('partition_min_bytes', 0, 'Split parameter-server variables of at least '
                      'this many bytes over the ps tasks; 0: never.')
+flags.DEFINE_integer('ps_pipeline_bytes', 0, 'Pipelined push-pull for synchronous '
+                     'distributed_replicated: variables over this many bytes are split into '
+                     'chunks of at most this size, and each is pushed, applied and pulled back '
+                     'on its own, both directions of a link busy at once (0: every update '
+                     'released at once).')
 _group('Gradient staleness')
 # tfhp.replication.staleness: always measured in asynchronous training; the remedies apply
 # to it (--cross_replica_sync=false).

@@ -65,6 +65,8 @@ class Strategy:
       staged_reads: --staged_vars (one-step-stale reads through staging areas) applies.
       partitions: --partition_min_bytes splits its variables over the ps tasks.
       staleness: asynchronous replicas measure gradient staleness and take the remedies.
+      pipelines: its synchronous steps can push, apply and pull each variable (chunk) on its
+        own (--ps_pipeline_bytes): its workers keep copies for the pulls to fill.
       aggregates: the replicas' gradients are combined into one update (False: each replica
         trains alone, the upper bound of scaling with no communication).
       doc: one line for --help and the docs.
@@ -81,6 +83,7 @@ class Strategy:
     staged_reads: bool = False
     partitions: bool = False
     staleness: bool = False
+    pipelines: bool = False
     aggregates: bool = True
     doc: str = ''
 
@@ -101,7 +104,7 @@ STRATEGIES = {s.name: s for s in (
              doc='a copy per tower, each trained on its own gradients (no aggregation)'),
     Strategy('distributed_replicated', one_graph=False, graph_per_worker=True,
              needs_cluster=True, uses_ps=True, asynchronous=True, spares=True,
-             doc='a local copy per worker, master copies on the ps tasks'),
+             pipelines=True, doc='a local copy per worker, master copies on the ps tasks'),
     Strategy('collective_all_reduce', one_graph=False, graph_per_worker=True,
              needs_cluster=True, worker_all_reduce=True,
              doc='every worker holds the variables; gradients all-reduced among the workers'),

@@ -57,6 +57,12 @@ TARGET = config_lib.RunConfig(target_global_step=40)
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'),
       'replication': REPLICATED}, 'builds a graph per worker'),
     ({'run': TARGET}, 'not a run without a cluster'),
+    ({'cluster': _cluster(job_name='worker', ps_pipeline_bytes=1 << 20)},
+     '--ps_pipeline_bytes pipelines the synchronous steps of --variable_update='
+     'distributed_replicated between graphs .*; got parameter_server'),
+    ({'cluster': _cluster(job_name='worker', ps_pipeline_bytes=1 << 20,
+                          cross_replica_sync=False), 'replication': REPLICATED},
+     'got distributed_replicated asynchronous'),
     ({'cluster': _cluster(job_name='worker', cross_replica_sync=False), 'run': TARGET},
      'not asynchronous workers'),
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'run': TARGET},

@@ -75,6 +75,13 @@ def _check_cluster(cfg):
     errors.require(not cluster.partition_min_bytes or strategy.partitions,
                    '--partition_min_bytes splits parameter-server variables; it needs '
                    '%s, got %r', _update_flag(lambda s: s.partitions), update)
+    if cluster.ps_pipeline_bytes:
+        errors.require(strategy.pipelines and cluster.enabled and mode.graph_per_worker and
+                       cluster.cross_replica_sync,
+                       '--ps_pipeline_bytes pipelines the synchronous steps of %s between '
+                       'graphs (its workers keep the copies the pulls fill); got %s%s',
+                       _update_flag(lambda s: s.pipelines), update,
+                       '' if cluster.cross_replica_sync else ' asynchronous')
     if cfg.run.target_global_step:
         reason = ('a run without a cluster' if not cluster.enabled else 'an in-graph job' if
                   mode.one_graph else 'asynchronous workers' if not cluster.cross_replica_sync

@@ -46,6 +46,10 @@ class ClusterConfig:
       save_model_secs: the chief also checkpoints every this many seconds (None: off).
       partition_min_bytes: variables of at least this many bytes are split over the ps tasks
         in equal slices (a fixed-size partitioner); 0 never splits.
+      ps_pipeline_bytes: N > 0: pipelined push-pull (`tfhp.replication.sync_replicas`):
+        variables over N bytes are split into chunks of at most N bytes, and each variable or
+        chunk is pushed, applied and pulled back on its own; 0: every variable's update is
+        released at once (the whole step's token).
     """
     job_name: str = ''
     task_index: int = 0
@@ -63,6 +67,7 @@ class ClusterConfig:
     step_timeout_s: float = 600.0
     save_model_secs: Optional[float] = None
     partition_min_bytes: int = 0
+    ps_pipeline_bytes: int = 0
 
     def __post_init__(self):
         if not self.job_name:
@@ -99,7 +104,8 @@ class ClusterConfig:
         bad = [w for w in self.straggler_workers if not 0 <= w < num_workers]
         errors.require(not bad, '--straggler_workers %s: no such worker (there are %d)', bad,
                        num_workers)
-        errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes')
+        errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes',
+                                'ps_pipeline_bytes')
         errors.require_choice(self, 'straggler_mode', STRAGGLER_MODES)
         errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
         errors.require_positive(self, 'save_model_secs', optional=True)

@@ -116,7 +116,7 @@ def _sync(topology, cluster, compressor):
         sync_replicas.SyncReplicas, worker_device=topology.input_device,
         replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
         num_replicas=topology.num_workers, is_chief=topology.is_chief,
-        compressor=compressor)
+        compressor=compressor, per_variable=bool(cluster.ps_pipeline_bytes))
 
 
 def _between_graph_ps(topology, cluster, compressor, remedies):
@@ -138,7 +138,8 @@ def _distributed_replicated(topology, cluster, compressor, remedies):
     sync = _sync(topology, cluster, compressor)
     return distributed_replicated.DistributedReplicated(
         topology.tower_devices, topology.variable_devices, topology.input_device,
-        sync=sync(None) if sync else None, compressor=compressor)
+        sync=sync(None) if sync else None, compressor=compressor,
+        pipeline_bytes=cluster.ps_pipeline_bytes)
 
 
 def _collective_all_reduce(topology, cluster, compressor, remedies):

@@ -7,11 +7,19 @@ wait for the step token is the cross-replica barrier before the refresh; asynchr
 worker applies its mean to the masters and refreshes at once. The masters carry the canonical
 names, so checkpoints are interchangeable with `parameter_server`'s.
 
+Pipelined (`pipeline_bytes` > 0, synchronous only): variables over that many bytes are cut
+into chunks (`partitioning.chunk_large_variables`: each chunk a master of its own, spread over
+the ps tasks), the sync protocol releases each master on its own (`SyncReplicas(per_variable)`)
+and each copy is refreshed as soon as its master is: pulls overlap the pushes still on the wire.
+Checkpoints keep the canonical names (a chunked master is saved as slices of one variable).
+
 The copies are first filled by the op 'fill_tower_copies', which the manager's hook runs when a
 session is created; it also sets this worker's flag `tower_copies_filled`
 (`tfhp.replication.init_flag`), so a worker without the hook fails at its first update, naming
 that op, instead of applying gradients computed on zeros.
 """
+import contextlib
+
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import scopes
@@ -20,6 +28,7 @@ from tfhp.replication import base
 from tfhp.replication import device_setters
 from tfhp.replication import init_flag
 from tfhp.replication import master_copies
+from tfhp.replication import partitioning
 from tfhp.replication import transfer
 
 
@@ -33,24 +42,36 @@ class DistributedReplicated(base.VariableManager):
       sync: a `SyncReplicas` (placement None) for synchronous steps; None: asynchronous.
       compressor: the `tfhp.compression` scheme its gradients cross the network in (None:
         as they are).
+      pipeline_bytes: > 0: the pipelined transfer with chunks of at most this many bytes (see
+        the module doc; `sync` must release each variable on its own); 0: the whole step.
     """
 
     def __init__(self, tower_devices, variable_devices, worker_device, sync=None,
-                 compressor=None):
+                 compressor=None, pipeline_bytes=0):
         self._placer = device_setters.GreedyByBytes(variable_devices)
         self._copies = master_copies.MasterCopies(
             tower_devices, device_setters.variables_on(self._placer, worker_device))
         self._worker_device = worker_device
         self._sync = sync
         self._compressor = compressor
+        self._chunking = (partitioning.chunk_large_variables(pipeline_bytes)
+                          if pipeline_bytes else None)
 
     @property
     def placer(self):
         """The `GreedyByBytes` placer of the masters."""
         return self._placer
 
+    @contextlib.contextmanager
     def tower_scope(self, tower):
-        return self._copies.tower_scope(tower)
+        with self._copies.tower_scope(tower):
+            if not self._chunking:
+                yield
+                return
+            # Inside the copies' scope: its getter is handed the partitioner, for the master
+            # and the copies alike.
+            with tf.variable_scope(tf.get_variable_scope(), custom_getter=self._chunking):
+                yield
 
     def trainable_variables(self, tower):
         return self._copies.trainable_variables(tower)
@@ -68,6 +89,14 @@ class DistributedReplicated(base.VariableManager):
                                                 self._compressor)
         master_grads = filled.gated([(g, self._copies.master_of(v)) for g, v in means])
         hooks = []
+        if self._sync and self._chunking:
+            # Each copy refreshed once its own master is new; the step ends after all.
+            update = self._sync.apply_worker_gradients(
+                master_grads, optimizer_fn, global_step,
+                after_each=lambda master: self._copies.refresh(self._worker_device, [master]))
+            refresh = filled.init_op([self._copies.refresh(self._worker_device)])
+            return base.Update(train_op=update.train_op, post_init_ops=[],
+                               hooks=list(update.hooks) + [session_hooks.RunAtStart(refresh)])
         if self._sync:
             update = self._sync.apply_worker_gradients(master_grads, optimizer_fn, global_step)
             step_op, hooks = update.train_op, list(update.hooks)

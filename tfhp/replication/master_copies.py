@@ -6,10 +6,16 @@ on the tower's device that the tower computes with. A refresh copies masters to 
 each master once per worker. Non-trainable variables (batch-norm statistics) are not copied:
 every tower uses the master. Used by `DistributedReplicated` (masters on the ps tasks) and
 `CollectiveWorkers` (masters on the worker's first tower device).
+
+A variable asked for with a partitioner is a PartitionedVariable of slices, master and copies
+alike; each slice is a master of its own (`masters`, `trainable_variables` and `master_of`
+speak of slices), so a large variable's slices travel, and are refreshed, one by one.
 """
 import contextlib
 
 import tensorflow.compat.v1 as tf
+# PartitionedVariable is not exported by tf.compat.v1.
+from tensorflow.python.ops import variables as tf_variables  # pylint: disable=g-direct-tensorflow-import
 
 COPIES_SCOPE = 'tower_copies'
 
@@ -44,7 +50,7 @@ class MasterCopies:
             if name not in self._masters:
                 self._masters[name] = master
                 if trainable:
-                    self._trainable_masters.append(master)
+                    self._trainable_masters.extend(_slices(master))
             if not trainable or (tower == 0 and not self._copy_first_tower):
                 return master
             if name not in self._copies[tower]:
@@ -53,7 +59,8 @@ class MasterCopies:
                 copy = getter('%s/tower_%d/%s' % (COPIES_SCOPE, tower, name), *args,
                                     **kwargs)
                 self._copies[tower][name] = copy
-                self._master_of[copy.op.name] = master
+                for copy_slice, master_slice in zip(_slices(copy), _slices(master)):
+                    self._master_of[copy_slice.op.name] = master_slice
             return self._copies[tower][name]
 
         with tf.device(self._tower_devices[tower]), tf.variable_scope(
@@ -64,33 +71,43 @@ class MasterCopies:
         """The trainable variables tower `tower` computes with, in creation order."""
         if tower == 0 and not self._copy_first_tower:
             return list(self._trainable_masters)
-        return list(self._copies[tower].values())
+        return [s for copy in self._copies[tower].values() for s in _slices(copy)]
 
     def masters(self):
-        """Every master variable (trainable or not), in creation order."""
-        return list(self._masters.values())
+        """Every master variable (trainable or not; a partitioned one's slices), in creation
+        order."""
+        return [s for master in self._masters.values() for s in _slices(master)]
 
     def master_of(self, variable):
         """The master of a tower's variable (the variable itself if it is a master)."""
         return self._master_of.get(variable.op.name, variable)
 
-    def refresh(self, read_device):
-        """An op copying every master into every tower's copy.
+    def refresh(self, read_device, masters=None):
+        """An op copying masters into every tower's copy.
 
         Args:
           read_device: where each master is read to once (the worker's CPU); the copies are
             assigned from that value.
+          masters: the master variables (slices) to refresh; None: every one.
         Returns:
           An op.
         """
+        wanted = None if masters is None else {m.op.name for m in masters}
         assigns = []
         for name, master in self._masters.items():
-            copies = [c[name] for c in self._copies if name in c]
-            if not copies:
-                continue
-            with tf.device(read_device):
-                value = tf.identity(master.read_value())
-            for copy in copies:
-                with tf.device(copy.device):
-                    assigns.append(copy.assign(value, read_value=False))
+            copies = [_slices(c[name]) for c in self._copies if name in c]
+            for index, master_slice in enumerate(_slices(master)):
+                if not copies or (wanted is not None and master_slice.op.name not in wanted):
+                    continue
+                with tf.device(read_device):
+                    value = tf.identity(master_slice.read_value())
+                for copy in copies:
+                    with tf.device(copy[index].device):
+                        assigns.append(copy[index].assign(value, read_value=False))
         return tf.group(*assigns, name='refresh_tower_copies')
+
+
+def _slices(variable):
+    """The variables of a (possibly partitioned) variable."""
+    return list(variable) if isinstance(variable, tf_variables.PartitionedVariable) else [
+        variable]

@@ -26,6 +26,20 @@ def split_large_variables(num_shards, min_bytes):
     return getter
 
 
+def chunk_large_variables(max_bytes):
+    """A custom getter cutting trainable variables of more than max_bytes along axis 0 into
+    slices of at most max_bytes (a pipelined transfer's chunks); others are created whole."""
+    partitioner = tf.variable_axis_size_partitioner(max_bytes)
+
+    def getter(getter, name, shape=None, dtype=tf.float32, **kwargs):
+        shape = tf.TensorShape(shape)
+        if (kwargs.get('trainable') is not False and shape.ndims and
+                shape.num_elements() * tf.as_dtype(dtype).size > max_bytes):
+            kwargs['partitioner'] = partitioner
+        return getter(name, shape=shape, dtype=dtype, **kwargs)
+    return getter
+
+
 class Partitioned(base.PlacementDelegate):
     """A placement manager whose large variables are split (placement only: no apply).
 

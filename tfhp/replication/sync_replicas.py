@@ -24,6 +24,15 @@ gradients are in; a late replica's gradient is dropped and counted, and as a tok
 L is already waiting, it starts on the new variables at once. Without spares (R = num_replicas)
 every step waits for every replica, as a synchronous step must.
 
+Pipelined (`per_variable`): each variable has its own token queue (on its ps task). The chief
+applies each variable as soon as its accumulator holds its gradients (an optimizer per
+variable, so one variable's apply waits for no other's) and enqueues that variable's tokens at
+once; the global step is incremented once every variable is applied. A replica waits for each
+variable's token apart, and `apply_worker_gradients(after_each=...)` runs what depends on one
+variable (its refresh) as soon as that variable's token is there: pushes of variables whose
+gradients are still on the wire overlap pulls of those already applied, both directions of
+each link busy at once.
+
 Why not tf.train.SyncReplicasOptimizer: its replicas use the oldest token's value as L, and the
 tokens a straggler leaves unused stay fresh, so fast replicas send second gradients for a step in
 the straggler's place. Measured (3 workers, 1 ps, loopback, one worker delayed 200 ms per step,
@@ -106,10 +115,12 @@ class SyncReplicas(base.PlacementDelegate):
       is_chief: whether this worker runs the update loop.
       compressor: the `tfhp.compression` scheme its gradients cross the network in (None:
         as they are).
+      per_variable: a token queue per variable, each variable applied and released on its own
+        (pipelined; see the module doc); False: one step token for every variable.
     """
 
     def __init__(self, placement, worker_device, replicas_to_aggregate, num_replicas,
-                 is_chief, compressor=None):
+                 is_chief, compressor=None, per_variable=False):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
@@ -119,6 +130,7 @@ class SyncReplicas(base.PlacementDelegate):
         self._num_replicas = num_replicas
         self._is_chief = is_chief
         self._compressor = compressor
+        self._per_variable = per_variable
         self._dropped = None
 
     def counters(self):
@@ -133,7 +145,8 @@ class SyncReplicas(base.PlacementDelegate):
             transfer.mean_over_towers(tower_grads, self._worker_device, self._compressor),
             optimizer_fn, global_step)
 
-    def apply_worker_gradients(self, grads_and_vars, optimizer_fn, global_step):
+    def apply_worker_gradients(self, grads_and_vars, optimizer_fn, global_step,
+                               after_each=None):
         """The protocol of the module docstring for this worker's gradient per variable.
 
         Args:
@@ -141,6 +154,9 @@ class SyncReplicas(base.PlacementDelegate):
             (`transfer.narrow`) is decompressed on the variable's device.
           optimizer_fn: no-argument callable returning the optimizer the chief applies with.
           global_step: the global step variable (on a ps task).
+          after_each: after_each(variable) -> an op to run once that variable of this step is
+            applied (e.g. its refresh), built under control dependencies on its token (on the
+            whole step's token without per_variable); the step ends after all of them.
         Returns:
           A `base.Update` whose hooks every worker must install.
         """
@@ -154,7 +170,11 @@ class SyncReplicas(base.PlacementDelegate):
                                         collections=[tf.GraphKeys.LOCAL_VARIABLES],
                                         name='dropped_gradients')
         accumulators = [_accumulator(g, v) for g, v in grads_and_vars]
-        tokens = barriers.step_token_queue(step_device, TOKEN_QUEUE)
+        if self._per_variable:
+            tokens = [barriers.step_token_queue(v.device, '%s/%s' % (TOKEN_QUEUE, v.op.name))
+                      for _, v in grads_and_vars]
+        else:
+            tokens = barriers.step_token_queue(step_device, TOKEN_QUEUE)
 
         with tf.name_scope(scopes.AGGREGATE):
             step_read = local_step.read_value()
@@ -168,11 +188,29 @@ class SyncReplicas(base.PlacementDelegate):
             for accumulator, (grad, var) in zip(accumulators, grads_and_vars):
                 with tf.device(var.device), tf.control_dependencies([count]):
                     applies.append(_apply(accumulator, grad, var, step_read, self._compressor))
-            # 4. Wait for the step to be applied (or to have been applied without us).
-            with tf.control_dependencies(applies):
-                token = barriers.dequeue_newer_than(tokens, step_read)
-            with tf.control_dependencies([token]):
-                train_op = local_step.assign(global_step.read_value(), read_value=False)
+            # 4. Wait for the step to be applied (or to have been applied without us): each
+            # variable apart (pipelined), or all at once.
+            if self._per_variable:
+                done, received = [], []
+                for apply, queue, (_, var) in zip(applies, tokens, grads_and_vars):
+                    with tf.control_dependencies([apply]):
+                        received.append(barriers.dequeue_newer_than(queue, step_read))
+                    with tf.control_dependencies([received[-1]]):
+                        done.append(after_each(var) if after_each else received[-1])
+                # The tokens' step, not the global step's: the chief moves the global step
+                # only after the last variable's tokens are out, so a read of it here could
+                # still see the old step (and tag the next gradients stale).
+                new_step = tf.reduce_max(tf.stack(received))
+            else:
+                with tf.control_dependencies(applies):
+                    token = barriers.dequeue_newer_than(tokens, step_read)
+                with tf.control_dependencies([token]):
+                    done = [after_each(v) for _, v in grads_and_vars] if after_each else [token]
+                new_step = None
+            with tf.control_dependencies(done):
+                if new_step is None:  # read once the step's token is taken
+                    new_step = global_step.read_value()
+                train_op = local_step.assign(new_step, read_value=False)
 
         init_ops = [local_step.assign(global_step.read_value(), read_value=False)]
         update_op = None
@@ -185,6 +223,9 @@ class SyncReplicas(base.PlacementDelegate):
 
     def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens):
         """Steps a-c of the protocol, as one op the chief's thread runs in a loop."""
+        if self._per_variable:
+            return self._chief_update_per_variable(accumulators, grads_and_vars, optimizer_fn,
+                                                   global_step, tokens)
         with tf.name_scope(scopes.APPLY):
             means = []
             for accumulator, (grad, var) in zip(accumulators, grads_and_vars):
@@ -194,3 +235,21 @@ class SyncReplicas(base.PlacementDelegate):
             with tf.device(global_step.device), tf.control_dependencies([update]):
                 return tokens.enqueue_many(
                     tf.fill([self._num_replicas], global_step.read_value()))
+
+    def _chief_update_per_variable(self, accumulators, grads_and_vars, optimizer_fn,
+                                   global_step, tokens):
+        """Steps a-c, each variable on its own: take, apply (its own optimizer, so its slots
+        and step counts are its own, as one optimizer's would be), release its tokens; the
+        global step moves once every variable is applied."""
+        with tf.name_scope(scopes.APPLY):
+            step = global_step.read_value()
+            released = []
+            for accumulator, queue, (grad, var) in zip(accumulators, tokens, grads_and_vars):
+                with tf.device(var.device):
+                    mean = _take(accumulator, grad, self._replicas_to_aggregate)
+                    update = optimizer_fn().apply_gradients([(mean, var)])
+                    with tf.control_dependencies([update]):
+                        released.append(queue.enqueue_many(
+                            tf.fill([self._num_replicas], step + 1)))
+            with tf.device(global_step.device), tf.control_dependencies(released):
+                return global_step.assign_add(1, read_value=False)
