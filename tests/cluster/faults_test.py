@@ -141,8 +141,10 @@ def test_sigterm_to_one_worker_stops_the_whole_job_at_a_common_step(hand_started
 
 @pytest.mark.parametrize('sync', [True, False])
 def test_a_killed_worker_started_again_rejoins_the_job(hand_started, sync):
+    # 100 steps (not more): the victim is killed at step 10, and a synchronous job's other
+    # steps wait for it to rejoin.
     job = hand_started(1, 2, '--cross_replica_sync=%s' % str(sync).lower(),
-                       '--num_batches=400', '--display_every=10', '--peer_timeout_s=30',
+                       '--num_batches=100', '--display_every=10', '--peer_timeout_s=30',
                        '--step_timeout_s=60').start_all()
     victim = ('worker', 1)
     job.wait_for_line(victim, 'step 10\t', jobs.JOB_TIMEOUT_S)
@@ -156,7 +158,7 @@ def test_a_killed_worker_started_again_rejoins_the_job(hand_started, sync):
     assert rejoined['num_steps'] > 0 and rejoined['start_global_step'] > 0
     if sync:
         # One end step for the whole job: the restarted worker ended with the chief.
-        assert rejoined['global_step'] == job.result(('worker', 0))['global_step'] == 2 + 400
+        assert rejoined['global_step'] == job.result(('worker', 0))['global_step'] == 2 + 100
 
 
 @pytest.mark.parametrize('changed, named', [

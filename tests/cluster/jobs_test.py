@@ -147,13 +147,13 @@ def test_a_dead_ps_address_is_named_within_the_bounded_wait(tmp_path):
     proc = subprocess.run(
         [sys.executable, '-m', 'tfhp', '--job_name=worker', '--task_index=0',
          '--ps_hosts=127.0.0.1:%d' % ps, '--worker_hosts=127.0.0.1:%d' % worker,
-         '--peer_timeout_s=2'] + jobs.SMALL, capture_output=True, text=True, cwd=jobs.ROOT,
+         '--peer_timeout_s=1'] + jobs.SMALL, capture_output=True, text=True, cwd=jobs.ROOT,
         timeout=jobs.JOB_TIMEOUT_S)
     elapsed = time.monotonic() - start
     assert proc.returncode == 2, proc.stderr[-3000:]
-    assert ('ps task 0 at 127.0.0.1:%d did not answer within 2 s' % ps) in proc.stderr
+    assert ('ps task 0 at 127.0.0.1:%d did not answer within 1 s' % ps) in proc.stderr
     assert 'Traceback' not in proc.stderr
-    # The bound holds: the worker gave up after its 2 s wait, not after TensorFlow's own.
+    # The bound holds: the worker gave up after its 1 s wait, not after TensorFlow's own.
     assert elapsed < jobs.JOB_TIMEOUT_S / 2
 
 
