@@ -11,80 +11,46 @@ on the 2-core development box).
 """
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests import testing
+
+ROOT = testing.ROOT
 STEPS, WORKERS = 3, 2  # of the between-graph example
-# Each example's script, flags ({tmp}: a directory of its own) and timeout in seconds.
+# Each example's script and flags ({dir}: a folder of its own) and its timeout in seconds.
 EXAMPLES = {
-    'pipelined_step': (['pipelined_step.py', '--data_dir={tmp}/data', '--examples=32',
+    'pipelined_step': (['pipelined_step.py', '--data_dir={dir}/data', '--examples=32',
                         '--image_size=16', '--batch_size=4', '--steps=2',
-                        '--trace_dir={tmp}/traces'], 120),
+                        '--trace_dir={dir}/traces'], 120),
     'towers': (['towers.py', '--num_towers=2', '--all_reduce_spec=xring', '--steps=2'], 120),
     'between_graph': (['between_graph.py', '--num_workers=%d' % WORKERS, '--steps=%d' % STEPS,
                        '--batch_size=4', '--timeout_s=60'], 180),
 }
 
 
-def _reads(name):
-    """Marks a test as reading example `name`'s output (so `outputs` starts that example)."""
-    def mark(test):
-        test.example = name
-        return test
-    return mark
-
-
-class _Started:
-    """The examples read by this run's tests of this module, each started as its process, its
-    output in files (a full pipe would stall it until its test reads it)."""
-
-    def __init__(self, names, tmp_path_factory):
-        env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
-        self.dirs, self.procs = {}, {}
-        for name in names:
-            script, *flags = EXAMPLES[name][0]
-            tmp = self.dirs[name] = tmp_path_factory.mktemp(name)
-            argv = [sys.executable, os.path.join(ROOT, 'examples', script)] + [
-                flag.format(tmp=tmp) for flag in flags]
-            with open(tmp / 'stdout', 'w') as out, open(tmp / 'stderr', 'w') as err:
-                self.procs[name] = subprocess.Popen(argv, stdout=out, stderr=err,
-                                                    cwd=ROOT, env=env)
-
-    def output(self, name):
-        """(stdout, directory) of example `name`, once it ended with status 0."""
-        proc, tmp = self.procs[name], self.dirs[name]
-        try:
-            proc.wait(timeout=EXAMPLES[name][1])
-        finally:
-            self.end([name])
-        out = (tmp / 'stdout').read_text()
-        assert proc.returncode == 0, out + (tmp / 'stderr').read_text()
-        return out, tmp
-
-    def end(self, names=None):
-        """Kills the examples in `names` (default: all) that are still running."""
-        for name in names or self.procs:
-            if self.procs[name].poll() is None:
-                self.procs[name].kill()
-                self.procs[name].wait()
-
-
 @pytest.fixture(scope='module')
-def outputs(request, tmp_path_factory):
-    """`_Started` of the examples this run's tests in this module read."""
-    names = sorted({getattr(item.function, 'example', None) for item in request.session.items
-                    if item.module is request.module} - {None})
-    started = _Started(names, tmp_path_factory)
-    yield started
-    started.end()
+def started(request, tmp_path_factory):
+    """The examples this run's tests read, started at once (`testing.Started`)."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
+    commands = {name: [sys.executable, os.path.join(ROOT, 'examples', EXAMPLES[name][0][0])]
+                + EXAMPLES[name][0][1:] for name in testing.selected(request)}
+    processes = testing.Started(commands, tmp_path_factory.mktemp('examples'), env)
+    yield processes
+    processes.end()
 
 
-@_reads('pipelined_step')
-def test_pipelined_step_warms_up_by_prefix_and_analyses_a_traced_step(outputs):
-    out, tmp_path = outputs.output('pipelined_step')
+def _output(started, name):
+    """(stdout, folder) of example `name`, which ended with status 0."""
+    status, out, err, folder = started.result(name, EXAMPLES[name][1])
+    assert status == 0, out + err
+    return out, folder
+
+
+@testing.reads('pipelined_step')
+def test_pipelined_step_warms_up_by_prefix_and_analyses_a_traced_step(started):
+    out, tmp_path = _output(started, 'pipelined_step')
     sizes = {label: [int(n) for n in re.findall(r'\d+', found)] for label, found in
              re.findall(r'^(warmup_\d|step)\s.*staging sizes \[([\d, ]*)\]', out, re.M)}
     # S1 (host) then S2 (device): the first prefix fills S1, the second moves that batch on
@@ -100,9 +66,9 @@ def test_pipelined_step_warms_up_by_prefix_and_analyses_a_traced_step(outputs):
     assert 'after draining: staging sizes [0, 0]' in out
 
 
-@_reads('towers')
-def test_towers_copies_equal_after_post_init_and_match_one_tower(outputs):
-    out, _ = outputs.output('towers')
+@testing.reads('towers')
+def test_towers_copies_equal_after_post_init_and_match_one_tower(started):
+    out, _ = _output(started, 'towers')
     assert float(re.search(r'after init: copies differ by ([\d.]+)', out).group(1)) > 0
     assert 'a step before post_init_ops fails: the variable copies of the towers were never ' \
         'made equal' in out
@@ -115,10 +81,10 @@ def test_towers_copies_equal_after_post_init_and_match_one_tower(outputs):
 
 
 @pytest.mark.cluster
-@_reads('between_graph')
-def test_between_graph_workers_train_and_every_process_ends(outputs):
+@testing.reads('between_graph')
+def test_between_graph_workers_train_and_every_process_ends(started):
     steps, workers = STEPS, WORKERS
-    out, _ = outputs.output('between_graph')
+    out, _ = _output(started, 'between_graph')
     for w in range(workers):
         mine = re.findall(r'^\[worker %d\] step (\d): loss [\d.]+, global_step now (\d+)$'
                           % w, out, re.M)

@@ -11,20 +11,20 @@ filter-gradient kernel (15 s per resnet50 step at 32x32, 2 towers of 1 image), a
 line (XLA takes ~40 s to compile resnet50's step on it).
 
 Most lines run in this process (`cli.main`, output captured); lines whose settings TensorFlow
-reads once per process (thread pools, --mkl's and --xla's environment) run as `python -m tfhp`.
+reads once per process (thread pools, --mkl's and --xla's environment) run as `python -m tfhp`,
+started with the module's first test so that they run beside the others.
 """
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
+from tests import testing
 from tests.pipelines import shapes
 from tfhp import cli
 from tfhp import devices
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ['--image_size=32', '--batch_size=2', '--num_batches=2', '--num_warmup_batches=1',
         '--display_every=1']
 
@@ -113,22 +113,41 @@ def test_tools_and_tf_data_lines(tmp_path, capsys):
     assert any(name.startswith('partition_job_localhost') for name in written)
 
 
-def _subprocess(line, appended):
-    proc = subprocess.run([sys.executable, '-m', 'tfhp'] + line.split() + appended,
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def test_intel_cpu_guide_line():
+# The lines run as `python -m tfhp`: (the line, the flags appended here).
+SUBPROCESS = {
     # TensorFlow's "optimizing for CPU" guide (its --data_dir dropped: synthetic data).
-    line = ('--device=cpu --mkl=True --kmp_blocktime=0 --nodistortions --model=resnet50 '
-            '--data_format=NHWC --batch_size=32 --num_inter_threads=1 --num_intra_threads=2')
-    _assert_result_line(*_subprocess(line, TINY))
+    'intel': ('--device=cpu --mkl=True --kmp_blocktime=0 --nodistortions --model=resnet50 '
+              '--data_format=NHWC --batch_size=32 --num_inter_threads=1 '
+              '--num_intra_threads=2', TINY),
+    'xla': ('--model=lenet --xla_compile=True --num_gpus=1', ['--image_size=8'] + TINY[1:]),
+}
 
 
-def test_xla_compile_line_runs_or_is_refused_by_the_probe():
-    status, out, err = _subprocess('--model=lenet --xla_compile=True --num_gpus=1',
-                                   ['--image_size=8'] + TINY[1:])
+@pytest.fixture(scope='module', autouse=True)
+def started(request, tmp_path_factory):
+    """The SUBPROCESS lines this run's tests read, started with this module's first test: each
+    process is mostly TensorFlow's import and the net's graph on one core, which the other core
+    runs beside the lines run in this process (`testing.Started`)."""
+    commands = {name: [sys.executable, '-m', 'tfhp'] + SUBPROCESS[name][0].split()
+                + SUBPROCESS[name][1] for name in testing.selected(request)}
+    processes = testing.Started(commands, tmp_path_factory.mktemp('lines'))
+    yield processes
+    processes.end()
+
+
+def _subprocess(started, name):
+    """(exit status, stdout, stderr) of SUBPROCESS line `name`."""
+    return started.result(name, 300)[:3]
+
+
+@testing.reads('intel')
+def test_intel_cpu_guide_line(started):
+    _assert_result_line(*_subprocess(started, 'intel'))
+
+
+@testing.reads('xla')
+def test_xla_compile_line_runs_or_is_refused_by_the_probe(started):
+    status, out, err = _subprocess(started, 'xla')
     if devices.supports_xla_compile('cpu'):
         _assert_result_line(status, out, err)
     else:

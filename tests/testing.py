@@ -1,7 +1,12 @@
-"""Shared test helpers: small configurations that run in seconds on 2 CPU cores."""
+"""Shared test helpers: small configurations that run in seconds on 2 CPU cores, and processes
+started side by side (`Started`)."""
 import dataclasses
+import os
+import subprocess
 
 from tfhp import config as config_lib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def small_config(model='trivial', batch_size=4, image_size=16, num_batches=3, **sections):
@@ -21,3 +26,60 @@ def replace(cfg, section, **fields):
     """cfg with fields of one section (e.g. 'run') replaced."""
     return dataclasses.replace(cfg, **{section: dataclasses.replace(getattr(cfg, section),
                                                                     **fields)})
+
+
+class Started:
+    """Commands started at once, each its own process, for tests that each read one.
+
+    Independent processes that are mostly TensorFlow's import on one core end sooner side by
+    side on two cores than one after another. Each command runs in `directory`/<name>/ (its
+    '{dir}' in an argument stands for that folder), its output in files there, not pipes (a
+    full pipe would stall it until its test reads it).
+
+    Args:
+      commands: {name: argv}.
+      directory: a pathlib.Path of an empty folder.
+      env: the processes' environment (default: this one's).
+    """
+
+    def __init__(self, commands, directory, env=None):
+        self._dirs, self._procs = {}, {}
+        for name, argv in commands.items():
+            folder = self._dirs[name] = directory / name
+            folder.mkdir()
+            with open(folder / 'stdout', 'w') as out, open(folder / 'stderr', 'w') as err:
+                self._procs[name] = subprocess.Popen(
+                    [arg.replace('{dir}', str(folder)) for arg in argv], stdout=out, stderr=err,
+                    cwd=ROOT, env=env)
+
+    def result(self, name, timeout_s):
+        """(exit status, stdout, stderr, folder) of `name` once it ended; past timeout_s it is
+        killed and subprocess.TimeoutExpired raised."""
+        proc, folder = self._procs[name], self._dirs[name]
+        try:
+            proc.wait(timeout=timeout_s)
+        finally:
+            self.end([name])
+        return (proc.returncode, (folder / 'stdout').read_text(),
+                (folder / 'stderr').read_text(), folder)
+
+    def end(self, names=None):
+        """Kills the processes of `names` (default: all) that are still running."""
+        for name in names or self._procs:
+            if self._procs[name].poll() is None:
+                self._procs[name].kill()
+                self._procs[name].wait()
+
+
+def reads(name):
+    """Marks a test as reading the output of the started command `name` (`selected`)."""
+    def mark(test):
+        test.started_command = name
+        return test
+    return mark
+
+
+def selected(request):
+    """The command names `reads` marked on the tests of this run in `request`'s module."""
+    return sorted({getattr(item.function, 'started_command', None)
+                   for item in request.session.items if item.module is request.module} - {None})
