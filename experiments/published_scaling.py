@@ -16,10 +16,16 @@ Sources (docs/results.md#the-step-model-against-published-scaling lists them wit
       Xeon E5-2686 v4.
   S5  Intel: a Broadwell-EP socket's four DDR4-2400 channels, 76.8 GB/s.
 
+  python -m experiments.published_scaling   # the profiles in experiments/profiles/
   python -m experiments.published_scaling --resnet50=resnet50.json --inception3=inception3.json
+
+experiments/profiles/ holds the two profiles measured here (`python -m tfhp.calibrate
+--model=resnet50 --batch_size=32`, and the same for inception3; 2026-11-25, the 2-core AMD EPYC
+VM): only their layers' shares of compute and their gradient bytes are used.
 """
 import dataclasses
 import json
+import os
 
 from absl import flags
 
@@ -28,6 +34,7 @@ from tfhp.emulation import profile as profile_lib
 from tfhp.prediction import step_model
 
 FLAGS = flags.FLAGS
+PROFILES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'profiles', '%s.json')
 
 PCIE_BPS = 15.75e9 * 8        # S2: one x16 link, each way
 HOST_MEMORY_BYTES_S = 2 * 76.8e9  # S5: two sockets; an update reads a variable and a gradient
@@ -113,7 +120,9 @@ def study():
 
 
 if __name__ == '__main__':
-    flags.DEFINE_string('resnet50', None, 'A resnet50 compute profile (its layers).')
-    flags.DEFINE_string('inception3', None, 'An inception3 compute profile (its layers).')
+    flags.DEFINE_string('resnet50', PROFILES % 'resnet50',
+                        'A resnet50 compute profile (its layers).')
+    flags.DEFINE_string('inception3', PROFILES % 'inception3',
+                        'An inception3 compute profile (its layers).')
     # Predictions from documented inputs: nothing is measured, repeated or seeded.
     frame.main(study, repeats=None, seed=None)
