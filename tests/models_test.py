@@ -1,15 +1,19 @@
 """Tests of the model zoo: parameter counts, shapes, data formats, batch norm and dropout.
 
 The big nets are only built as graphs (no session), which takes a second or two each; sessions
-are run only for small nets or at small image sizes.
+are run only for small nets or at small image sizes. The NCHW graphs are built in a second
+process while this one builds the NHWC graphs (`nchw_builds`).
 """
 import collections
+import concurrent.futures
 import functools
+import multiprocessing
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tfhp import compat
 from tfhp.models import inception
 from tfhp.models import layers
 from tfhp.models import registry
@@ -138,6 +142,32 @@ def _build_graph_only(name, data_format, data_name=None, image_size=None):
              for op in graph.get_operations() if op.type == 'Conv2D'})
 
 
+# The tests that compare a model's NCHW graph with its NHWC one: their data set (None: ImageNet).
+_LAYOUT_TESTS = {'test_logits_shape_and_nchw_variables': None,
+                 'test_cifar_logits_shape_and_nchw_variables': registry.CIFAR10}
+
+
+@pytest.fixture(name='nchw_builds', scope='module', autouse=True)
+def _nchw_builds(request):
+    """{(name, data set): future `Built`} of the NCHW graphs this run's layout tests read,
+    built in order in a second process (graph mode, as conftest sets this one up), started with
+    this module's first test: building is Python on one core, so the other core builds the NCHW
+    graphs while this one builds the NHWC graphs of the count tests."""
+    wanted = [(item.callspec.params['name'], _LAYOUT_TESTS[item.function.__name__])
+              for item in request.session.items
+              if item.module is request.module and item.function.__name__ in _LAYOUT_TESTS]
+    if not wanted:
+        yield {}
+        return
+    pool = concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=multiprocessing.get_context('spawn'), initializer=compat.enable_graph_mode)
+    try:
+        yield {(name, data_name): pool.submit(_build_graph_only, name, layers.NCHW, data_name)
+               for name, data_name in wanted}
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def test_every_registered_model_has_a_published_count():
     assert set(registry.names()) - UNPUBLISHED == set(PUBLISHED_PARAMS)
 
@@ -161,9 +191,9 @@ def test_inception3_aux_head_matches_torchvision_count():
 
 
 @pytest.mark.parametrize('name', registry.names())
-def test_logits_shape_and_nchw_variables(name):
+def test_logits_shape_and_nchw_variables(name, nchw_builds):
     nhwc = _build_graph_only(name, layers.NHWC)
-    nchw = _build_graph_only(name, layers.NCHW)
+    nchw = nchw_builds[(name, None)].result(timeout=600)
     assert nhwc.logits_shape == [1, NUM_CLASSES]
     assert nchw.logits_shape == [1, NUM_CLASSES]
     # Same names and shapes, so that weights can be shared or copied across data formats.
@@ -198,9 +228,9 @@ def test_cifar_alexnet_matches_the_tutorial_count():
 
 
 @pytest.mark.parametrize('name', registry.names(registry.CIFAR10))
-def test_cifar_logits_shape_and_nchw_variables(name):
+def test_cifar_logits_shape_and_nchw_variables(name, nchw_builds):
     nhwc = _build_graph_only(name, layers.NHWC, registry.CIFAR10)
-    nchw = _build_graph_only(name, layers.NCHW, registry.CIFAR10)
+    nchw = nchw_builds[(name, registry.CIFAR10)].result(timeout=600)
     assert nhwc.logits_shape == nchw.logits_shape == [1, CIFAR_CLASSES]
     assert nchw.variables == nhwc.variables
 
