@@ -136,11 +136,11 @@ LINKS = {
     'ps': Preset('parameter_server, 1 ps', 'parameter_server'),
     'ps2': Preset('parameter_server, 2 ps', 'parameter_server', num_ps=2),
     'replicated': Preset('distributed_replicated, 1 ps', 'distributed_replicated'),
-    # The pipelined push-pull (--ps_pipeline_bytes): 4 MiB chunks, each released on its own.
+    # The pipelined push-pull (--ps_pipeline_bytes): 1 MiB chunks, each released on its own.
     'pipelined': Preset('distributed_replicated pipelined, 1 ps', 'distributed_replicated',
-                        options=(('ps_pipeline_bytes', 4 << 20),)),
+                        options=(('ps_pipeline_bytes', 1 << 20),)),
     'pipelined2': Preset('distributed_replicated pipelined, 2 ps', 'distributed_replicated',
-                         num_ps=2, options=(('ps_pipeline_bytes', 4 << 20),)),
+                         num_ps=2, options=(('ps_pipeline_bytes', 1 << 20),)),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
 }
 

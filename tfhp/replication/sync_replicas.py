@@ -27,11 +27,12 @@ every step waits for every replica, as a synchronous step must.
 Pipelined (`per_variable`): each variable has its own token queue (on its ps task). The chief
 applies each variable as soon as its accumulator holds its gradients (an optimizer per
 variable, so one variable's apply waits for no other's) and enqueues that variable's tokens at
-once; the global step is incremented once every variable is applied. A replica waits for each
-variable's token apart, and `apply_worker_gradients(after_each=...)` runs what depends on one
-variable (its refresh) as soon as that variable's token is there: pushes of variables whose
-gradients are still on the wire overlap pulls of those already applied, both directions of
-each link busy at once.
+once; the global step is incremented once every variable is applied. A replica sends its
+gradients one after the other, last variable first (the order backprop makes them; sent all at
+once they would share the link and all arrive at the end), waits for each variable's token
+apart, and `apply_worker_gradients(after_each=...)` runs what depends on one variable (its
+refresh) as soon as that variable's token is there: the pulls of variables already applied
+overlap the pushes still on the wire, both directions of each link busy at once.
 
 Why not tf.train.SyncReplicasOptimizer: its replicas use the oldest token's value as L, and the
 tokens a straggler leaves unused stay fresh, so fast replicas send second gradients for a step in
@@ -184,10 +185,24 @@ class SyncReplicas(base.PlacementDelegate):
                 late = tf.less(step_read, global_step.read_value())
             count = self._dropped.assign_add(tf.cast(late, tf.int64), read_value=False)
             # 3. Send, tagged with the local step.
-            applies = []
-            for accumulator, (grad, var) in zip(accumulators, grads_and_vars):
-                with tf.device(var.device), tf.control_dependencies([count]):
-                    applies.append(_apply(accumulator, grad, var, step_read, self._compressor))
+            applies = [None] * len(grads_and_vars)
+            previous = count
+            # Pipelined: one push at a time, last variable first (the order backprop makes
+            # them), so each finishes early enough for its pull to overlap the next pushes;
+            # sent all at once they would share the link and all finish at the end.
+            order = range(len(grads_and_vars) - 1, -1, -1) if self._per_variable else range(
+                len(grads_and_vars))
+            for i in order:
+                grad, var = grads_and_vars[i]
+                if self._per_variable:
+                    # Gated where it is sent from: the ps receives a tensor as soon as the
+                    # worker makes it, whatever waits for it on the ps.
+                    with tf.device(self._worker_device), tf.control_dependencies([previous]):
+                        grad = base.map_values(grad, tf.identity)
+                with tf.device(var.device), tf.control_dependencies([previous]):
+                    applies[i] = _apply(accumulators[i], grad, var, step_read,
+                                        self._compressor)
+                previous = applies[i] if self._per_variable else count
             # 4. Wait for the step to be applied (or to have been applied without us): each
             # variable apart (pipelined), or all at once.
             if self._per_variable:
