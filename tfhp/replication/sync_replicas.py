@@ -103,6 +103,22 @@ def _take(accumulator, grad, num_required):
     return accumulator.take_grad(num_required)
 
 
+def _await_each(applies, tokens, grads_and_vars, step_read, after_each):
+    """Pipelined step 4: each variable's token newer than step_read, taken once its own apply
+    ran, then after_each(variable); returns (those ops, the tokens' step).
+
+    The new local step is the tokens' step, not the global step's: the chief moves the global
+    step only after the last variable's tokens are out, so a read of it here could still see
+    the old step (and tag the next gradients stale)."""
+    done, received = [], []
+    for apply, queue, (_, var) in zip(applies, tokens, grads_and_vars):
+        with tf.control_dependencies([apply]):
+            received.append(barriers.dequeue_newer_than(queue, step_read))
+        with tf.control_dependencies([received[-1]]):
+            done.append(after_each(var) if after_each else received[-1])
+    return done, tf.reduce_max(tf.stack(received))
+
+
 class SyncReplicas(base.PlacementDelegate):
     """Synchronous steps over the workers of a between-graph job, with spare replicas.
 
@@ -185,45 +201,19 @@ class SyncReplicas(base.PlacementDelegate):
                 late = tf.less(step_read, global_step.read_value())
             count = self._dropped.assign_add(tf.cast(late, tf.int64), read_value=False)
             # 3. Send, tagged with the local step.
-            applies = [None] * len(grads_and_vars)
-            previous = count
-            # Pipelined: one push at a time, last variable first (the order backprop makes
-            # them), so each finishes early enough for its pull to overlap the next pushes;
-            # sent all at once they would share the link and all finish at the end.
-            order = range(len(grads_and_vars) - 1, -1, -1) if self._per_variable else range(
-                len(grads_and_vars))
-            for i in order:
-                grad, var = grads_and_vars[i]
-                if self._per_variable:
-                    # Gated where it is sent from: the ps receives a tensor as soon as the
-                    # worker makes it, whatever waits for it on the ps.
-                    with tf.device(self._worker_device), tf.control_dependencies([previous]):
-                        grad = base.map_values(grad, tf.identity)
-                with tf.device(var.device), tf.control_dependencies([previous]):
-                    applies[i] = _apply(accumulators[i], grad, var, step_read,
-                                        self._compressor)
-                previous = applies[i] if self._per_variable else count
+            applies = self._send(accumulators, grads_and_vars, step_read, count)
             # 4. Wait for the step to be applied (or to have been applied without us): each
             # variable apart (pipelined), or all at once.
             if self._per_variable:
-                done, received = [], []
-                for apply, queue, (_, var) in zip(applies, tokens, grads_and_vars):
-                    with tf.control_dependencies([apply]):
-                        received.append(barriers.dequeue_newer_than(queue, step_read))
-                    with tf.control_dependencies([received[-1]]):
-                        done.append(after_each(var) if after_each else received[-1])
-                # The tokens' step, not the global step's: the chief moves the global step
-                # only after the last variable's tokens are out, so a read of it here could
-                # still see the old step (and tag the next gradients stale).
-                new_step = tf.reduce_max(tf.stack(received))
+                done, new_step = _await_each(applies, tokens, grads_and_vars, step_read,
+                                             after_each)
             else:
                 with tf.control_dependencies(applies):
                     token = barriers.dequeue_newer_than(tokens, step_read)
                 with tf.control_dependencies([token]):
                     done = [after_each(v) for _, v in grads_and_vars] if after_each else [token]
-                new_step = None
             with tf.control_dependencies(done):
-                if new_step is None:  # read once the step's token is taken
+                if not self._per_variable:  # read once the step's token is taken
                     new_step = global_step.read_value()
                 train_op = local_step.assign(new_step, read_value=False)
 
@@ -235,6 +225,29 @@ class SyncReplicas(base.PlacementDelegate):
                                            global_step, tokens)
         hook = _SyncHook(tf.group(*init_ops, name='sync_replicas_init'), update_op)
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[hook])
+
+    def _send(self, accumulators, grads_and_vars, step_read, count):
+        """Each gradient applied to its accumulator, tagged step_read, after `count`; returns
+        the apply ops in the order of grads_and_vars.
+
+        All at once, or (pipelined) one at a time, last variable first (the order backprop
+        makes them), so each arrives early enough for its pull to overlap the next pushes: sent
+        all at once they would share the link and all arrive at the end."""
+        applies = [None] * len(grads_and_vars)
+        previous = count
+        order = range(len(grads_and_vars))
+        for i in reversed(order) if self._per_variable else order:
+            grad, var = grads_and_vars[i]
+            if self._per_variable:
+                # Gated where it is sent from: the ps receives a tensor as soon as the worker
+                # makes it, whatever waits for it on the ps.
+                with tf.device(self._worker_device), tf.control_dependencies([previous]):
+                    grad = base.map_values(grad, tf.identity)
+            with tf.device(var.device), tf.control_dependencies([previous]):
+                applies[i] = _apply(accumulators[i], grad, var, step_read, self._compressor)
+            if self._per_variable:
+                previous = applies[i]
+        return applies
 
     def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens):
         """Steps a-c of the protocol, as one op the chief's thread runs in a loop."""
