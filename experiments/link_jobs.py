@@ -21,6 +21,7 @@ from tfhp import compression
 from tfhp import config as config_lib
 from tfhp import modes
 from tfhp.emulation import profile as profile_lib
+from tfhp.launcher import plan
 from tfhp.profiling import link_bound
 
 # Model name -> its tfhp flags. null_dense: one 16 MiB float32 vector and no compute, the pure
@@ -57,7 +58,8 @@ FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_
 def job_args(model, steps, warmup_steps, extra=()):
     """The tfhp flags of a job of `model` (a MODELS key) with its timed and warm-up steps;
     `extra` may name another --variable_update (default parameter_server, partitioned)."""
-    ps = modes.strategy(_flag(extra, 'variable_update', modes.DEFAULT_STRATEGY)).partitions
+    update = plan.flag_value(extra, 'variable_update', modes.DEFAULT_STRATEGY)
+    ps = modes.strategy(update).partitions
     return (MODELS[model] + COMMON_ARGS + ([PARTITION] if ps else []) +
             ['--num_batches=%d' % steps, '--num_warmup_batches=%d' % warmup_steps] +
             list(extra))
@@ -66,20 +68,15 @@ def job_args(model, steps, warmup_steps, extra=()):
 def _wire_ratio(tfhp_args):
     """Bytes a gradient element puts on the wire over its float32 bytes, for the flags' scheme."""
     replication = config_lib.ReplicationConfig(
-        gradient_compression=_flag(tfhp_args, 'gradient_compression', compression.NONE),
-        gradient_transfer_dtype=_flag(tfhp_args, 'gradient_transfer_dtype', 'float32'))
+        gradient_compression=plan.flag_value(tfhp_args, 'gradient_compression', compression.NONE),
+        gradient_transfer_dtype=plan.flag_value(tfhp_args, 'gradient_transfer_dtype', 'float32'))
     compressor = compression.get(replication.compression)
     return compressor.wire_ratio if compressor else 1.0
 
 
-def _flag(args, name, default):
-    values = [a.split('=', 1)[1] for a in args if a.startswith('--%s=' % name)]
-    return values[-1] if values else default
-
-
 def expected(chief, num_ps, num_workers, rates, tfhp_args):
     """{'model_mb', 'bound_ms', 'turns_ms'} of a job from its chief's result (module doc)."""
-    update = _flag(tfhp_args, 'variable_update', modes.DEFAULT_STRATEGY)
+    update = plan.flag_value(tfhp_args, 'variable_update', modes.DEFAULT_STRATEGY)
     if 'num_params' not in chief or not link_bound.has_traffic_model(update):
         return {}
     model_bytes = 4.0 * chief['num_params']
@@ -94,7 +91,7 @@ def expected(chief, num_ps, num_workers, rates, tfhp_args):
     figures = {'model_mb': model_bytes / 1e6}
     if rates:
         figures['bound_ms'] = max(link_bound.bound_ms(traffic, rates)[0].values())
-        sync = _flag(tfhp_args, 'cross_replica_sync', 'true') != 'false'
+        sync = plan.flag_value(tfhp_args, 'cross_replica_sync', 'true') != 'false'
         if ps_bytes and sync:
             figures['turns_ms'] = link_bound.turns_ms(traffic, rates)
     return figures

@@ -120,3 +120,12 @@ def test_the_startup_breakdown_counts_each_phase_from_the_one_before():
     del result['startup_times']['peers']
     assert figures.startup_breakdown(result, 100.0) == pytest.approx(
         {'import': 3.0, 'graph': 3.5, 'session': 0.5, 'first_step': 2.0})
+
+
+def test_a_flag_is_read_in_either_form_the_last_one_winning():
+    args = ['--train_dir=/a', '--num_batches', '20', '--train_dir=/b', '--bare']
+    assert plan.flag_value(args, 'train_dir') == '/b'
+    assert plan.flag_value(args, 'num_batches') == '20'
+    assert plan.flag_value(args, 'bare') == ''
+    assert plan.flag_value(args, 'save_model_steps', 5) == 5
+    assert plan.flag_value(['--train_dirx=/c'], 'train_dir') is None

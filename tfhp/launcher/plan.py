@@ -90,6 +90,17 @@ def task_environment(environ, lean_malloc=True):
     return env
 
 
+def flag_value(tfhp_args, name, default=None):
+    """The value tfhp_args give --name (the last one, as `--name=v` or `--name v`), or
+    default."""
+    value = default
+    for i, arg in enumerate(tfhp_args):
+        flag, equals, text = arg.partition('=')
+        if flag == '--' + name:
+            value = text if equals else (tfhp_args[i + 1] if i + 1 < len(tfhp_args) else '')
+    return value
+
+
 def task_bounds(tfhp_args):
     """(peer_timeout_s, step_timeout_s) the tasks of a job run with: their flags or defaults.
 
@@ -97,14 +108,10 @@ def task_bounds(tfhp_args):
     keeping the bounds it was given.
     """
     defaults = config_lib.ClusterConfig()
-    values = {'peer_timeout_s': defaults.peer_timeout_s,
-              'step_timeout_s': defaults.step_timeout_s}
-    for i, arg in enumerate(tfhp_args):
-        name, _, value = arg.lstrip('-').partition('=')
-        if arg.startswith('--') and name in values:
-            text = value or (tfhp_args[i + 1] if i + 1 < len(tfhp_args) else '')
-            try:
-                values[name] = float(text)
-            except ValueError:
-                pass  # tfhp itself refuses it, naming the flag
-    return values['peer_timeout_s'], values['step_timeout_s']
+    bounds = []
+    for name in ('peer_timeout_s', 'step_timeout_s'):
+        try:
+            bounds.append(float(flag_value(tfhp_args, name, getattr(defaults, name))))
+        except ValueError:  # tfhp itself refuses it, naming the flag
+            bounds.append(getattr(defaults, name))
+    return tuple(bounds)

@@ -23,6 +23,7 @@ import time
 
 from tfhp import config as config_lib
 from tfhp.launcher import local_job
+from tfhp.launcher import plan
 from tfhp.launcher import supervisor
 
 _CHECKPOINT = re.compile(r'^model_checkpoint_path:\s*"(.*)"', re.MULTILINE)
@@ -54,22 +55,13 @@ def _read_step(path):
         return None
 
 
-def flag_value(tfhp_args, name, default=None):
-    """The value of --name in tfhp_args (the last one given), or default."""
-    value = default
-    for arg in tfhp_args:
-        if arg.startswith('--%s=' % name):
-            value = arg.split('=', 1)[1]
-    return value
-
-
 def check(tfhp_args):
     """Raises ValueError, naming the flag, when a job with these flags cannot be recovered."""
-    if not flag_value(tfhp_args, 'train_dir'):
+    if not plan.flag_value(tfhp_args, 'train_dir'):
         raise ValueError('--max_restarts needs --train_dir in the tfhp flags: the chief\'s '
                          'checkpoints a restarted job resumes from')
-    if not (flag_value(tfhp_args, 'save_model_steps') or
-            flag_value(tfhp_args, 'save_model_secs')):
+    if not (plan.flag_value(tfhp_args, 'save_model_steps') or
+            plan.flag_value(tfhp_args, 'save_model_secs')):
         raise ValueError('--max_restarts needs a checkpoint interval in the tfhp flags '
                          '(--save_model_steps or --save_model_secs): without one a fault '
                          'redoes every step since the start')
@@ -79,12 +71,12 @@ def target_step(tfhp_args):
     """The job's --target_global_step: the flag's, or the latest checkpoint's step + warm-up
     + --num_batches (tfhp's defaults for the flags left out)."""
     defaults = config_lib.RunConfig()
-    given = int(flag_value(tfhp_args, 'target_global_step', 0))
+    given = int(plan.flag_value(tfhp_args, 'target_global_step', 0))
     if given:
         return given
-    return (checkpoint_step(flag_value(tfhp_args, 'train_dir')) +
-            int(flag_value(tfhp_args, 'num_warmup_batches', defaults.num_warmup_batches)) +
-            int(flag_value(tfhp_args, 'num_batches', defaults.num_batches)))
+    return (checkpoint_step(plan.flag_value(tfhp_args, 'train_dir')) +
+            int(plan.flag_value(tfhp_args, 'num_warmup_batches', defaults.num_warmup_batches)) +
+            int(plan.flag_value(tfhp_args, 'num_batches', defaults.num_batches)))
 
 
 def _first_step_s(summary):
@@ -153,7 +145,7 @@ def launch_recovering(num_ps, num_workers, tfhp_args, max_restarts, say=print, *
       ValueError: the flags cannot be recovered (`check`), or launch_job's.
     """
     check(tfhp_args)
-    train_dir = flag_value(tfhp_args, 'train_dir')
+    train_dir = plan.flag_value(tfhp_args, 'train_dir')
     scratch = tempfile.mkdtemp(prefix='tfhp_recovery_')
     progress_path = os.path.join(scratch, 'global_step')
     args = list(tfhp_args) + ['--target_global_step=%d' % target_step(tfhp_args),
