@@ -21,6 +21,7 @@ run model_parallel python -m experiments.model_parallel --result_file="$OUT/mode
 run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl" $(plot stale_gradients)
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"
 run precision python -m experiments.precision_bench --result_file="$OUT/precision.jsonl"
+run ensemble python -m experiments.ensemble --result_file="$OUT/ensemble.jsonl"
 # CPU defaults: oneDNN and the thread pools, ranked by the sweep for three models.
 for mb in lenet:32:50 alexnet:16:20 resnet50:8:10; do
   IFS=: read -r m b n <<<"$mb"

@@ -56,6 +56,8 @@ run model_parallel --width=64 --depth=1 --batch_size=8 --input_size=16 --num_ste
   --repeats=1 "$(result model_parallel)"
 run softmax_ps --num_ps=1,2 --vocab_size=2000 --dim=16 --batch_size=32 --num_sampled=16 \
   --num_steps=5 --num_warmup=1 --repeats=1 "$(result softmax_ps)"
+run ensemble --members=2 --top_k=2 --steps=5 --validation_examples=100 --test_examples=100 \
+  --repeats=1 "$(result ensemble)"
 run precision_bench --models=trivial --batch_size=2 --num_batches=2 --slow_num_batches=2 \
   --num_warmup_batches=1 --rounds=1 "$(result precision_bench)"
 # Without --reference only tfhp runs; REFERENCE=path/to/tf_cnn_benchmarks.py adds it.

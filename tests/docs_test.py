@@ -101,7 +101,7 @@ def _check(command):
             path = module.replace('.', '/') + '/__main__.py'
         if not os.path.exists(os.path.join(ROOT, path)):
             return ['no module %s' % module]
-        if module in ('tfhp', 'tfhp.diagnose'):
+        if module in ('tfhp', 'tfhp.diagnose', 'tfhp.ensemble'):
             known = _tfhp_flags() | _defined(path)
         elif module.startswith('experiments.'):
             # A script may define its flags through another script's (stale_gradients takes

@@ -14,7 +14,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfhp/trace.py',
-                'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py', 'tfhp/predict.py'}
+                'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py', 'tfhp/predict.py',
+                'tfhp/ensemble/__main__.py'}
 # Floors, bottom first. A new module or subpackage takes its place here (the test says so).
 LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
@@ -33,7 +34,9 @@ LAYERS = [
     # Entry points.
     ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace', 'tfhp.calibrate',
      'tfhp.predict'),
-    ('tfhp.diagnose', 'tfhp.__main__'),
+    # tfhp.ensemble: checkpoints evaluated as one, over the runner's validation input; its
+    # command reads tfhp's flags.
+    ('tfhp.diagnose', 'tfhp.__main__', 'tfhp.ensemble'),
 ]
 FLOOR = {unit: floor for floor, units in enumerate(LAYERS) for unit in units}
 # Units that must not import each other although their floors would allow one way.

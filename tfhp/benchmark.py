@@ -141,6 +141,26 @@ def _make_pipeline(cfg, batch_size, image_size, topology, num_classes, data_name
         raise config_lib.ConfigError('--data_dir: %s' % e) from None
 
 
+ValidationInput = collections.namedtuple('ValidationInput', [
+    'spec', 'batch_size', 'image_size', 'data_set', 'pipeline'])
+
+
+def validation_input(cfg, topology):
+    """What an --eval run of cfg reads, for evaluation graphs the runner does not build
+    (`tfhp.ensemble`): cfg checked against the registry and the machine as `build` checks it,
+    its ModelSpec, batch size per tower (--eval_batch_size first), image size, DataSetInfo,
+    and its validation pipeline for `topology`.
+
+    Raises:
+      tfhp.config.ConfigError: the configuration cannot work on this machine.
+    """
+    cfg = dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, eval=True))
+    info = data_set(cfg)
+    spec, batch_size, image_size, _ = _resolve(cfg, info.name)
+    return ValidationInput(spec, batch_size, image_size, info, _make_pipeline(
+        cfg, batch_size, image_size, topology, info.num_classes, info.name))
+
+
 Built = collections.namedtuple('Built', [
     'graph', 'ops', 'saver', 'init', 'topology', 'session_config', 'model_name',
     'batch_size', 'image_size', 'images_per_step', 'num_params',
