@@ -15,6 +15,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfhp/trace.py',
                 'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py', 'tfhp/predict.py',
+                'tfhp/reconnect.py',
                 'tfhp/ensemble/__main__.py'}
 # Floors, bottom first. A new module or subpackage takes its place here (the test says so).
 LAYERS = [
@@ -36,7 +37,7 @@ LAYERS = [
      'tfhp.predict'),
     # tfhp.ensemble: checkpoints evaluated as one, over the runner's validation input; its
     # command reads tfhp's flags.
-    ('tfhp.diagnose', 'tfhp.__main__', 'tfhp.ensemble'),
+    ('tfhp.diagnose', 'tfhp.__main__', 'tfhp.ensemble', 'tfhp.reconnect', 'tfhp.search'),
 ]
 FLOOR = {unit: floor for floor, units in enumerate(LAYERS) for unit in units}
 # Units that must not import each other although their floors would allow one way.

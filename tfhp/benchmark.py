@@ -171,7 +171,7 @@ Built = collections.namedtuple('Built', [
     'manager'])    # the VariableManager (tfhp.distributed reads its counters)
 
 
-def build(cfg, topology=None, finalize=True):
+def build(cfg, topology=None, finalize=True, container=''):
     """Checks `cfg` and builds its graph (finalized) without running anything.
 
     Experiment scripts use this to time their own loops on exactly the runner's graph.
@@ -181,6 +181,8 @@ def build(cfg, topology=None, finalize=True):
       topology: where to build; default: `topology.for_config(cfg)` (this process's devices,
         or its part of the cluster).
       finalize: finalize the graph; False lets the caller add ops (and finalize) first.
+      container: build every stateful op in this resource container ('': the default one):
+        a client of shared servers keeps its variables apart from other clients' there.
 
     Returns:
       A `Built`; `ops` is a `step.StepOps` (training), `step.EvalOps` (cfg.run.eval and
@@ -194,7 +196,7 @@ def build(cfg, topology=None, finalize=True):
     topology = topology or topology_lib.for_config(cfg)
     images_per_step = batch_size * topology.num_towers
     graph = tf.Graph()
-    with graph.as_default():
+    with graph.as_default(), tf.container(container):
         tf.set_random_seed(cfg.run.tf_random_seed)
         pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes,
                                   info.name)
@@ -294,6 +296,8 @@ def _eval_config(cfg):
         run=dataclasses.replace(cfg.run, eval=True, train_dir=os.devnull, result_file=None,
                                 save_model_steps=None, num_epochs=None),
         profile=config_lib.ProfileConfig(),
+        # Evaluated in this process alone, a container client's (on a cluster) too.
+        cluster=config_lib.ClusterConfig(),
         evaluation=dataclasses.replace(cfg.evaluation, eval_during_training_every_n_steps=None,
                                        eval_during_training_every_n_epochs=None,
                                        stop_at_top_1_accuracy=None))
@@ -312,7 +316,7 @@ def _evaluator(cfg, log):
         evaluation_cfg.stop_at_top_1_accuracy, log)
 
 
-def run(cfg, log=print, topology=None, target=''):
+def run(cfg, log=print, topology=None, target='', container='', device_filters=()):
     """Runs one benchmark.
 
     Args:
@@ -321,6 +325,8 @@ def run(cfg, log=print, topology=None, target=''):
       log: called with each line to print.
       topology, target: the in-graph client of a cluster (`tfhp.cluster.client`) passes its
         cluster-wide topology and its server's session target.
+      container, device_filters: a client in a container (`tfhp.cluster.container_client`):
+        its graph's resource container (`build`) and the tasks its session talks to.
     Returns:
       The result dict (the JSON line appended to cfg.run.result_file, if set).
     Raises:
@@ -332,7 +338,7 @@ def run(cfg, log=print, topology=None, target=''):
     config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
     cfg = resolve_epochs(cfg)
     try:
-        return _run_local(cfg, log, topology, target)
+        return _run_local(cfg, log, topology, target, container, device_filters)
     except tf.errors.OpError as e:
         corrupt = data_errors.describe_corrupt_input(
             cfg.data, e, 'train' if cfg.trains else 'validation', data_set(cfg))
@@ -376,8 +382,8 @@ def _counters(sess, built, log):
     return counted, skipped
 
 
-def _run_local(cfg, log, topology, target):
-    built = build(cfg, topology)
+def _run_local(cfg, log, topology, target, container='', device_filters=()):
+    built = build(cfg, topology, container=container)
     log('Model: %s  batch size per device: %d  devices: %d  data format: %s  compute dtype: '
         '%s  trainable parameters: %d' % (built.model_name, built.batch_size,
                                            built.topology.num_towers, cfg.model.data_format,
@@ -388,8 +394,10 @@ def _run_local(cfg, log, topology, target):
     with contextlib.ExitStack() as stack:
         if evaluator:
             stack.enter_context(evaluator)
-        sess = stack.enter_context(tf.Session(target, graph=built.graph,
-                                              config=built.session_config))
+        config = tf.ConfigProto()
+        config.CopyFrom(built.session_config)
+        config.device_filters.extend(device_filters)
+        sess = stack.enter_context(tf.Session(target, graph=built.graph, config=config))
         sess.run(built.init)
         restored = session_lib.restore_latest(sess, built.saver, cfg.run.train_dir)
         if restored:

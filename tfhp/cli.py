@@ -238,6 +238,15 @@ flags.DEFINE_integer('ps_pipeline_bytes', 0, 'Pipelined push-pull for synchronou
                      'chunks of at most this size, and each is pushed, applied and pulled back '
                      'on its own, both directions of a link busy at once (0: every update '
                      'released at once).')
+flags.DEFINE_float('linger_s', 0.0, 'A serving task serves this many seconds more after its '
+                   'workers are done, or until a client releases it (python -m tfhp.reconnect), '
+                   'so a client can read or save the variables it holds; 0: exit at once.')
+flags.DEFINE_boolean('serve_clients', False, 'A ps task serves clients in containers '
+                     '(--container), not the job\'s workers: it waits for none and serves until '
+                     '--linger_s ends or a client releases it (python -m tfhp.search).')
+flags.DEFINE_string('container', '', 'A worker that is a client of its own: its graph in this '
+                    'resource container, initialised, trained and evaluated by itself, the '
+                    'container reset as it ends (python -m tfhp.search).')
 _group('Gradient staleness')
 # tfhp.replication.staleness: always measured in asynchronous training; the remedies apply
 # to it (--cross_replica_sync=false).

@@ -1,5 +1,6 @@
 """Runs this process's task of a cluster: dispatches to its role (`tfhp.cluster.task`)."""
 from tfhp.cluster import client
+from tfhp.cluster import container_client
 from tfhp.cluster import serving_task
 from tfhp.cluster import signals
 from tfhp.cluster import task as task_lib
@@ -18,7 +19,8 @@ def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
       fail: fail(message, status) ends the task when a peer is lost, a wait overruns or a
         peer disagrees; the default prints the line and exits the process at once.
     Returns:
-      The result dict of a worker or client (also appended to cfg.run.result_file); a serving
+      The result dict of a worker or client (a worker with --container: a client of its own,
+      `container_client`) (also appended to cfg.run.result_file); a serving
       task returns {'job_name', 'task_index', 'served': True}. Either has 'stopped_by' (the
       signal number) when a stop signal ended the job.
     Raises:
@@ -30,6 +32,8 @@ def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
     task = (cluster.job_name, cluster.task_index)
     if task in task_lib.serving_tasks(cluster):
         return serving_task.serve(cfg, log, stop, fail)
+    if cluster.container:
+        return container_client.run(cfg, log, stop, fail)
     if cluster.mode.one_graph:
         return client.run(cfg, log, stop, fail)
     return worker.run(cfg, log, stop, fail)

@@ -59,7 +59,7 @@ def start_server(cluster_config, proto):
     finally:
         probe.close()
     try:
-        return tf.train.Server(tf.train.ClusterSpec(cfg.jobs()), job_name=cfg.job_name,
+        return tf.train.Server(tf.train.ClusterSpec(cfg.server_jobs()), job_name=cfg.job_name,
                                task_index=cfg.task_index, config=proto, start=True)
     except tf.errors.OpError as e:
         raise errors.ClusterError(
@@ -90,6 +90,10 @@ def wait_for_peers(watch, wanted, timeout_s):
 # ends right after signalling, which ends them.
 _LEFT_OPEN = []
 
+
+# The sender id with which a client releases lingering serving tasks (`release`): out of reach
+# of worker indices and the controller's (num_workers).
+RELEASE = 2 ** 30
 
 _SIGNAL_ATTEMPTS = 3
 _SIGNAL_RETRY_S = 0.5
@@ -135,6 +139,20 @@ def signal_done(target, cluster_config, tasks, sender, failed=False):
     return missed
 
 
+def _token_reader(server, cluster_config):
+    """(session, take) on this task's own server: take() -> the done tokens in its queue now,
+    as a list (`barriers.take_done_tokens`)."""
+    cfg = cluster_config
+    graph = tf.Graph()
+    with graph.as_default():
+        take = barriers.take_done_tokens(device(cfg.job_name, cfg.task_index))
+    proto = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (cfg.job_name, cfg.task_index)])
+    # The run is local and does not wait; the bound only guards against a broken server.
+    options = tf.RunOptions(timeout_in_ms=int(cfg.peer_timeout_s * 1000))
+    sess = tf.Session(server.target, graph=graph, config=proto)
+    return sess, lambda: sess.run(take, options=options).tolist()
+
+
 def serve_until_done(server, cluster_config, state, watch, senders, log):
     """Serves until every sender signalled done, signalled a failure or was lost: the ps-exit
     protocol.
@@ -155,17 +173,12 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
       The sorted `Peer`s that failed or were lost (empty on a clean end).
     """
     cfg = cluster_config
-    graph = tf.Graph()
-    with graph.as_default():
-        take = barriers.take_done_tokens(device(cfg.job_name, cfg.task_index))
-    proto = tf.ConfigProto(device_filters=['/job:%s/task:%d' % (cfg.job_name, cfg.task_index)])
-    # The run is local and does not wait; the bound only guards against a broken server.
-    options = tf.RunOptions(timeout_in_ms=int(cfg.peer_timeout_s * 1000))
     pending, lost, failed = dict(senders), {}, {}
-    with tf.Session(server.target, graph=graph, config=proto) as sess:
+    sess, take = _token_reader(server, cfg)
+    with sess:
         while pending:
             state.advance()
-            tokens = sess.run(take, options=options).tolist()
+            tokens = take()
             for token in tokens:
                 sender = token if token >= 0 else -token - 1
                 peer = pending.pop(sender, None) or lost.pop(sender, None)
@@ -185,3 +198,35 @@ def serve_until_done(server, cluster_config, state, watch, senders, log):
                 sender = next(s for s, p in pending.items() if p == peer)
                 lost[sender] = pending.pop(sender)
     return sorted(list(lost.values()) + list(failed.values()))
+
+
+def release(target, cluster_config, tasks):
+    """Asks the lingering serving tasks (job, index) of `tasks` to end now (--linger_s).
+
+    Returns:
+      The (job, index) of the tasks that could not be told (they had gone).
+    """
+    return signal_done(target, cluster_config, tasks, RELEASE)
+
+
+def linger(server, cluster_config, state, log, stopped):
+    """Serves on for --linger_s seconds, or until a client releases this task (`release`) or
+    `stopped()` is true; returns how it ended: 'released', 'stopped' or 'timed out'.
+
+    Every done token taken meanwhile is dropped unless it is the release: a worker's late
+    duplicate must not end the wait.
+    """
+    cfg = cluster_config
+    log('/job:%s/task:%d lingering: serving at most %g s more, until a client releases it '
+        '(python -m tfhp.reconnect)' % (cfg.job_name, cfg.task_index, cfg.linger_s))
+    deadline = time.monotonic() + cfg.linger_s
+    sess, take = _token_reader(server, cfg)
+    with sess:
+        while time.monotonic() < deadline:
+            state.advance()
+            if RELEASE in take():
+                return 'released'
+            if stopped():
+                return 'stopped'
+            time.sleep(POLL_S)
+    return 'timed out'

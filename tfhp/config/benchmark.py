@@ -90,9 +90,12 @@ def _check_cluster(cfg):
                        'workers at one global step, not %s: drop it', reason)
     if not cluster.enabled:
         return
+    # A client in a container runs the one-process runner, and the ps tasks serving such
+    # clients (which get the same flags from tfhp.search) build nothing.
     for flag, used in (('--eval', cfg.run.eval), ('--forward_only', cfg.run.forward_only),
                        ('--eval_during_training_*', cfg.evaluation.during_training)):
-        errors.require(not used, '%s runs in one process; drop --job_name', flag)
+        errors.require(not used or cluster.container or cluster.serve_clients,
+                       '%s runs in one process; drop --job_name', flag)
     errors.require(not cfg.replication.staged_reads, '%s is for one-process runs',
                    cfg.replication.staged_reads_flag)
     if mode.one_graph:

@@ -9,6 +9,8 @@ from tfhp.config import errors
 JOB_NAMES = ('ps', 'worker', 'controller')
 STRAGGLER_MODES = ('compute', 'before_step')
 GRAPH_MODES = modes.CLUSTER_GRAPH_MODES
+# What every stateful op of TensorFlow takes as a container name (StagingArea refuses '_').
+_CONTAINER = re.compile(r'^[A-Za-z0-9.][A-Za-z0-9.\-]*$')
 _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$')
 
 
@@ -50,6 +52,15 @@ class ClusterConfig:
         variables over N bytes are split into chunks of at most N bytes, and each variable or
         chunk is pushed, applied and pulled back on its own; 0: every variable's update is
         released at once (the whole step's token).
+      linger_s: a serving task serves this many seconds more after the tasks it serves are
+        done (or failed, or lost), or until a client releases it (`tfhp.reconnect`), so its
+        variables outlive their client; 0: it exits at once.
+      serve_clients: a ps task serves clients in containers (`container`), not the job's
+        workers: it waits for no worker and watches none, and serves until --linger_s ends
+        or a client releases it (`tfhp.search`'s servers).
+      container: a worker that is a client of its own (`tfhp.cluster.container_client`): it
+        builds its graph in this resource container, initialises its variables itself, trains
+        and evaluates as one process does, and resets the container as it ends.
     """
     job_name: str = ''
     task_index: int = 0
@@ -68,6 +79,9 @@ class ClusterConfig:
     save_model_secs: Optional[float] = None
     partition_min_bytes: int = 0
     ps_pipeline_bytes: int = 0
+    linger_s: float = 0.0
+    serve_clients: bool = False
+    container: str = ''
 
     def __post_init__(self):
         if not self.job_name:
@@ -109,6 +123,17 @@ class ClusterConfig:
         errors.require_choice(self, 'straggler_mode', STRAGGLER_MODES)
         errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
         errors.require_positive(self, 'save_model_secs', optional=True)
+        errors.require_at_least(self, 0, 'linger_s')
+        errors.require(not self.serve_clients or (self.job_name == 'ps' and self.linger_s),
+                       '--serve_clients is for ps tasks and needs --linger_s (the bound on '
+                       'serving)')
+        errors.require(not self.container or (self.job_name == 'worker' and
+                                              self.mode.graph_per_worker),
+                       '--container=%s is for a between-graph worker (--job_name=worker)',
+                       self.container)
+        errors.require(not self.container or _CONTAINER.match(self.container),
+                       '--container=%r must be letters, digits, "." or "-", starting with '
+                       'a letter, a digit or "."', self.container)
 
     def straggler_delay_s(self, task_index, mode):
         """Seconds worker task_index is delayed each step in `mode` (0: not a straggler)."""
@@ -139,3 +164,12 @@ class ClusterConfig:
     def jobs(self):
         """{job name: addresses} of every non-empty job (a ClusterSpec's dict)."""
         return {job: list(self.hosts(job)) for job in JOB_NAMES if self.hosts(job)}
+
+    def server_jobs(self):
+        """The ClusterSpec dict of this task's server: `jobs()`, except that a client in a
+        container knows the ps tasks and itself only (a sparse worker job): its master, a
+        reset's above all, would otherwise wait for the other clients' slots, which may not run."""
+        if not self.container:
+            return self.jobs()
+        return {'ps': list(self.ps_hosts),
+                'worker': {self.task_index: self.worker_hosts[self.task_index]}}

@@ -62,7 +62,8 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
             with cpu_load.CpuSampler() as cpu:
                 end = supervisor.run_job(
                     commands, timeout_s=timeout_s, keep_going=keep_going, out=out,
-                    bounds=plan.task_bounds(tfhp_args), lean_malloc=lean_malloc)
+                    bounds=plan.task_bounds(tfhp_args), lean_malloc=lean_malloc,
+                    linger_s=plan.linger_s(tfhp_args))
             results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
             summary = figures.cluster_summary(results, end.launch_times)
             summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands))

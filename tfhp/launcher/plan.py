@@ -115,3 +115,12 @@ def task_bounds(tfhp_args):
         except ValueError:  # tfhp itself refuses it, naming the flag
             bounds.append(getattr(defaults, name))
     return tuple(bounds)
+
+
+def linger_s(tfhp_args):
+    """The --linger_s the job's serving tasks get (0 when unset or not a number, which tfhp
+    itself refuses, naming the flag): they outlive the workers by up to that much."""
+    try:
+        return max(0.0, float(flag_value(tfhp_args, 'linger_s', 0.0)))
+    except ValueError:
+        return 0.0

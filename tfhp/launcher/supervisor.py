@@ -106,7 +106,7 @@ class _Signals:
 
 
 def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
-            lean_malloc=True):
+            lean_malloc=True, linger_s=0.0):
     """Starts every task, relays its output, and waits for the job to end.
 
     Every wait is bounded by the tasks' own timeouts (`task_bounds`): serving tasks get
@@ -122,6 +122,8 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
       out: where task output goes (default: sys.stdout).
       bounds: (peer_timeout_s, step_timeout_s) of the tasks; default: tfhp's defaults.
       lean_malloc: run the tasks with `plan.LEAN_MALLOC`'s malloc settings.
+      linger_s: the serving tasks' --linger_s: they may serve that much longer after the last
+        worker (`plan.linger_s`).
     Returns:
       A `JobEnd`. A failed job's root cause is the first task that failed on its own
       (`root_cause`): after a task that merely reacted, the launcher waits up to SETTLE_S for
@@ -147,7 +149,8 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
                                                             out, lock, last_lines), daemon=True)
                 pump.start()
                 pumps.append(pump)
-            status, failures = _watch(processes, timeout_s, peer_timeout_s + plan.MARGIN_S,
+            status, failures = _watch(processes, timeout_s,
+                                      peer_timeout_s + linger_s + plan.MARGIN_S,
                                       keep_going, say, signals)
         finally:
             running = [t for t, p in processes.items() if p.poll() is None]
@@ -218,8 +221,8 @@ def _watch(processes, timeout_s, serve_grace_s, keep_going, say, signals):
             if all(c is not None for c in codes.values()):
                 return (1 if failed else 0), failures
             if time.monotonic() - clients_done_at > serve_grace_s:
-                say('%s did not exit within %g s of the last worker (their --peer_timeout_s + '
-                    '%g s); ending them' % (', '.join(figures.task_name(t) for t, c in codes.items()
+                say('%s did not exit within %g s of the last worker (their --peer_timeout_s '
+                    '+ --linger_s + %g s); ending them' % (', '.join(figures.task_name(t) for t, c in codes.items()
                                                        if c is None), serve_grace_s, plan.MARGIN_S))
                 return 1, failures
         if time.monotonic() > deadline:
