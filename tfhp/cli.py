@@ -136,8 +136,8 @@ flags.DEFINE_integer('save_model_steps', None, 'Also checkpoint every this many 
 flags.DEFINE_integer('target_global_step', 0, 'Synchronous between-graph workers end at this '
                      'global step, however often the job was restarted from a checkpoint (0: '
                      'the step the chief started from + warm-up + --num_batches).')
-flags.DEFINE_string('progress_file', None, 'The chief writes the global step here after every '
-                    'step (tfhp.launch --max_restarts reads how far a failed job got).')
+flags.DEFINE_string('progress_file', None, 'The chief appends "global_step loss" here after '
+                    'every step (tfhp.launch --max_restarts reads how far a failed job got).')
 flags.DEFINE_boolean('eval', False, 'Evaluate the checkpoint in --train_dir (top-1/top-5).')
 flags.DEFINE_boolean('forward_only', False, 'Time inference: the forward pass alone.')
 flags.DEFINE_integer('eval_during_training_every_n_steps', None, 'Evaluate every this many '

@@ -18,11 +18,15 @@ share a registry: both modules can be imported in one process (tests do).
 Imports no TensorFlow: it starts and watches processes only.
 """
 import argparse
+import contextlib
 import sys
 
 from tfhp import timing
 from tfhp.launcher import cpu_load
+from tfhp.launcher import faults
 from tfhp.launcher import local_job
+from tfhp.launcher import plan
+from tfhp.launcher import progress_log
 from tfhp.launcher import recovery
 from tfhp.launcher import supervisor
 
@@ -53,6 +57,11 @@ def _parse(argv):
                         '--save_model_secs; default 0: a fault ends the job)')
     parser.add_argument('--ps_link_bandwidth', default=None,
                         help='the ps tasks\' NIC rate (default: --link_bandwidth)')
+    parser.add_argument('--inject', action='append', default=[], metavar='KIND:TASK@STEP',
+                        help='inject a fault when the chief reaches a global step: '
+                        'kill:worker1@15, pause:ps0@15+2 (SIGSTOP for 2 s), '
+                        'link_down:worker1@20+3, slow_link:worker2@10+30x10 (rate / 10 for 30 '
+                        's); the last two need --link_bandwidth; repeatable')
     if '--' in argv:
         split = argv.index('--')
         own, tfhp_args = argv[:split], argv[split + 1:]
@@ -65,6 +74,12 @@ def _parse(argv):
         parser.error('--max_restarts must be >= 0')
     if args.ps_link_bandwidth and not args.link_bandwidth:
         parser.error('--ps_link_bandwidth needs --link_bandwidth')
+    try:
+        args.inject = [faults.parse(text) for text in args.inject]
+        faults.check(args.inject, plan.task_names(args.num_ps, args.num_workers,
+                                                  args.controller), bool(args.link_bandwidth))
+    except ValueError as e:
+        parser.error(str(e))
     return args, tfhp_args
 
 
@@ -99,6 +114,10 @@ def _print_summary(summary):
         cause = summary['root_cause']
         print('[launch] root cause: %s (%s): %s' % (cause['task'], supervisor.describe_status(
             cause['status']), cause['last_line'] or 'no output'))
+    for fault in summary.get('faults_injected', []):
+        print('[launch] injected %s into %s at %.1f s (attempt %d, global step %s)%s'
+              % (fault['kind'], fault['task'], fault['at_s'], fault['attempt'],
+                 fault['global_step'], ', for %g s' % fault['for_s'] if fault['for_s'] else ''))
     if 'recovery' in summary:
         recovered = summary['recovery']
         print('[launch] %d restart(s), %d steps redone, %.1f s lost'
@@ -120,17 +139,27 @@ def main(argv=None):
                        controller=args.controller, link_bandwidth=args.link_bandwidth,
                        ps_link_bandwidth=args.ps_link_bandwidth,
                        lean_malloc=not args.default_malloc)
+    say = lambda line: print('[launch] ' + line, flush=True)  # noqa: E731
+    injector = faults.Injector(say) if args.inject else None
     try:
-        if args.max_restarts:
-            summary, _ = recovery.launch_recovering(
-                args.num_ps, args.num_workers, tfhp_args, args.max_restarts,
-                say=lambda line: print('[launch] ' + line, flush=True), **launch_args)
-        else:
-            summary, _ = local_job.launch_job(args.num_ps, args.num_workers, tfhp_args,
-                                              **launch_args)
+        # A fault fires at a global step, and a restart resumes where the log says.
+        with (progress_log.ensured(tfhp_args) if injector or args.max_restarts else
+              contextlib.nullcontext((tfhp_args, None))) as (tfhp_args, progress_path):
+            if injector:
+                injector.progress_path = progress_path
+            with faults.Schedule(args.inject, injector):
+                if args.max_restarts:
+                    summary, _ = recovery.launch_recovering(
+                        args.num_ps, args.num_workers, tfhp_args, args.max_restarts, say=say,
+                        injector=injector, **launch_args)
+                else:
+                    summary, _ = local_job.launch_job(args.num_ps, args.num_workers, tfhp_args,
+                                                      injector=injector, **launch_args)
     except ValueError as e:
         print('tfhp-launch: error: %s' % e, file=sys.stderr)
         return 2
+    if injector:
+        summary['faults_injected'] = injector.records
     _print_summary(summary)
     if args.result_file:
         timing.append_json(args.result_file, summary)

@@ -51,7 +51,7 @@ def _fake_attempts(tmp_path, outcomes):
         status, reached, checkpointed = remaining.pop(0)
         _write_checkpoint(train_dir, checkpointed)
         with open(progress, 'w') as f:
-            f.write('%d\n' % reached)
+            f.write('%d 1.0\n' % reached)
         codes = {'ps 0': 0, 'worker 0': 1 if status else 0, 'worker 1': -9 if status else 0}
         return ({'status': status, 'exit_codes': codes, 'ended_by_launcher': [],
                  'tasks': [{'task': 'worker 0', 'start_to_first_step_s': 4.0}]}, {})

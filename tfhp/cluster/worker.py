@@ -20,7 +20,6 @@ staleness) split into its timed steps' and its warm-up's.
 """
 import collections
 import itertools
-import os
 import signal
 import time
 
@@ -331,15 +330,14 @@ def _handshake(sess, handshake, cluster, dog):
 
 
 def _noting(path):
-    """take -> on_step(value): take(value), the global step (of the value's control values)
-    written to `path` first (replaced whole, so a reader never sees half a number; None: not
-    written)."""
+    """take -> on_step(value): take(value), the global step and loss (of the value's control
+    values and loss) appended to `path` first, one 'step loss' line per step (None: not
+    written). The log outlives the attempts of a recovered job: it is their loss curve."""
     def wrap(take):
         def on_step(value):
             if path:
-                with open(path + '.tmp', 'w') as f:
-                    f.write('%d\n' % value[1][0])
-                os.replace(path + '.tmp', path)
+                with open(path, 'a') as f:
+                    f.write('%d %r\n' % (value[1][0], float(value[2])))
             return take(value)
         return on_step
     return wrap

@@ -30,8 +30,9 @@ class RunConfig:
       target_global_step: synchronous between-graph workers end at this global step, however
         often the job was restarted from a checkpoint (0: at the step the chief started from +
         warm-up + num_batches).
-      progress_file: the chief writes the global step here after every step (one number,
-        replaced), so a supervisor can tell how far a job got before it failed.
+      progress_file: the chief appends 'global_step loss' here after every step, so a
+        supervisor can tell how far a job got before it failed, and the attempts of a
+        recovered job leave one loss curve.
     """
     num_batches: int = 100
     num_epochs: Optional[float] = None

@@ -97,9 +97,9 @@ def _must(argv):
     return result.stdout
 
 
-def _tbf(namespace, device, rate_bps):
+def _tbf(namespace, device, rate_bps, verb='add'):
     burst = max(_MIN_BURST_BYTES, int(rate_bps * _BURST_S / 8))
-    return ['tc', '-n', namespace, 'qdisc', 'add', 'dev', device, 'root', 'tbf',
+    return ['tc', '-n', namespace, 'qdisc', verb, 'dev', device, 'root', 'tbf',
             'rate', '%dbit' % rate_bps, 'burst', str(burst), 'latency', _LATENCY]
 
 
@@ -310,6 +310,23 @@ class EmulatedNetwork:
     def command(self, task, argv):
         """`argv` run inside the task's namespace (`ip netns exec` execs it: same pid)."""
         return ['ip', 'netns', 'exec', self.namespace(task)] + list(argv)
+
+    def set_link(self, task, up):
+        """Takes the task's link down (its bridge port, like a cable pulled at the switch: the
+        task's own interface and routes stay, its packets go nowhere) or brings it back up."""
+        _must(['ip', '-n', self._hub, 'link', 'set', self._ports[tuple(task)],
+               'up' if up else 'down'])
+
+    def set_rate(self, task, rate_bps):
+        """Changes the task's link rate, both directions, while the job runs (the queued
+        packets stay)."""
+        task = tuple(task)
+        if rate_bps < MIN_RATE_BPS:
+            raise ValueError('the link of %s %d cannot be %g bit/s; emulated links need at '
+                             'least %g (1mbit)' % (task + (rate_bps, MIN_RATE_BPS)))
+        for namespace, device in ((self.namespace(task), 'eth0'), (self._hub, self._ports[task])):
+            _must(_tbf(namespace, device, rate_bps, 'change'))
+        self._rates[task] = rate_bps
 
     def interface_counters(self, task):
         """(bytes sent, bytes received) by the task's eth0, as its statistics count them.

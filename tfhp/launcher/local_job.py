@@ -24,7 +24,7 @@ def _network(tasks, link_bandwidth, ps_link_bandwidth):
 
 def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
                controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None,
-               lean_malloc=True):
+               lean_malloc=True, injector=None):
     """Runs a whole job on this machine and returns its summary (`cluster_summary`).
 
     Args:
@@ -37,6 +37,8 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
       out: where task output goes (default: sys.stdout).
       lean_malloc: the tasks run with `plan.LEAN_MALLOC` (False: glibc's defaults).
+      injector: a `faults.Injector` that gets the tasks and network once they started, and
+        ends its faults before the network goes.
     Returns:
       (summary, results): the summary (`figures.cluster_summary`), with 'status' (see
       `supervisor.run_job`), 'wall_time_s', 'exit_codes', 'ended_by_launcher', a failed
@@ -63,13 +65,16 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
                 end = supervisor.run_job(
                     commands, timeout_s=timeout_s, keep_going=keep_going, out=out,
                     bounds=plan.task_bounds(tfhp_args), lean_malloc=lean_malloc,
-                    linger_s=plan.linger_s(tfhp_args))
+                    linger_s=plan.linger_s(tfhp_args),
+                    on_start=injector and (lambda procs: injector.attach(procs, network)))
             results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
             summary = figures.cluster_summary(results, end.launch_times)
             summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands))
             if network:
                 summary['links'] = figures.link_report(network, tasks, results)
     finally:
+        if injector:
+            injector.detach()
         if network:
             network.close()
         shutil.rmtree(result_dir, ignore_errors=True)

@@ -8,8 +8,8 @@ So each attempt is a fresh job (`local_job.launch_job`): the chief restores the 
 in --train_dir, and every worker ends at the job's --target_global_step, the same in every
 attempt (the launcher sets it once, from the checkpoint at the start + warm-up + --num_batches).
 The steps redone after a fault are those between the checkpoint the next attempt resumed from
-and the global step the failed attempt had reached (the chief writes it to --progress_file after
-every step): at most the checkpoint interval.
+and the global step the failed attempt had reached (the chief appends it to --progress_file
+after every step, `progress_log`): at most the checkpoint interval.
 
 Each fault is recorded: the attempt, the tasks that failed and how, the global step reached and
 resumed from, the steps redone, and the time lost (the failed attempt's work since its last
@@ -17,13 +17,12 @@ checkpoint, plus the next attempt's start until its first step). Imports no Tens
 """
 import os
 import re
-import shutil
-import tempfile
 import time
 
 from tfhp import config as config_lib
 from tfhp.launcher import local_job
 from tfhp.launcher import plan
+from tfhp.launcher import progress_log
 from tfhp.launcher import supervisor
 
 _CHECKPOINT = re.compile(r'^model_checkpoint_path:\s*"(.*)"', re.MULTILINE)
@@ -44,14 +43,6 @@ def _checkpoint_time(train_dir):
     try:
         return os.path.getmtime(os.path.join(train_dir, 'checkpoint'))
     except FileNotFoundError:
-        return None
-
-
-def _read_step(path):
-    try:
-        with open(path) as f:
-            return int(f.read())
-    except (FileNotFoundError, ValueError):
         return None
 
 
@@ -114,7 +105,7 @@ def supervise(attempt, train_dir, progress_path, max_restarts, say=print, clock=
             break
         ended = summary.get('ended_by_launcher', [])
         now = clock()
-        reached, resumed = _read_step(progress_path), checkpoint_step(train_dir)
+        reached, resumed = progress_log.last_step(progress_path), checkpoint_step(train_dir)
         saved = _checkpoint_time(train_dir)
         fault = {'attempt': len(faults) + 1, 'ended_after_s': now - started,
                  'failed': {name: supervisor.describe_status(code)
@@ -139,21 +130,15 @@ def supervise(attempt, train_dir, progress_path, max_restarts, say=print, clock=
 
 def launch_recovering(num_ps, num_workers, tfhp_args, max_restarts, say=print, **launch_args):
     """`local_job.launch_job` under `supervise`: the tasks get --target_global_step (fixed
-    once, `target_step`) and --progress_file.
+    once, `target_step`) and a --progress_file (theirs, or a temporary one).
 
     Raises:
       ValueError: the flags cannot be recovered (`check`), or launch_job's.
     """
     check(tfhp_args)
     train_dir = plan.flag_value(tfhp_args, 'train_dir')
-    scratch = tempfile.mkdtemp(prefix='tfhp_recovery_')
-    progress_path = os.path.join(scratch, 'global_step')
-    args = list(tfhp_args) + ['--target_global_step=%d' % target_step(tfhp_args),
-                              '--progress_file=' + progress_path]
-    try:
+    with progress_log.ensured(tfhp_args) as (args, progress_path):
+        args.append('--target_global_step=%d' % target_step(tfhp_args))
         return supervise(
             lambda: local_job.launch_job(num_ps, num_workers, args, **launch_args),
             train_dir, progress_path, max_restarts, say)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-

@@ -106,7 +106,7 @@ class _Signals:
 
 
 def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
-            lean_malloc=True, linger_s=0.0):
+            lean_malloc=True, linger_s=0.0, on_start=None):
     """Starts every task, relays its output, and waits for the job to end.
 
     Every wait is bounded by the tasks' own timeouts (`task_bounds`): serving tasks get
@@ -124,6 +124,8 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
       lean_malloc: run the tasks with `plan.LEAN_MALLOC`'s malloc settings.
       linger_s: the serving tasks' --linger_s: they may serve that much longer after the last
         worker (`plan.linger_s`).
+      on_start: called with {task: Popen} once every task has started (a fault injector
+        takes them).
     Returns:
       A `JobEnd`. A failed job's root cause is the first task that failed on its own
       (`root_cause`): after a task that merely reacted, the launcher waits up to SETTLE_S for
@@ -149,6 +151,8 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
                                                             out, lock, last_lines), daemon=True)
                 pump.start()
                 pumps.append(pump)
+            if on_start:
+                on_start(dict(processes))
             status, failures = _watch(processes, timeout_s,
                                       peer_timeout_s + linger_s + plan.MARGIN_S,
                                       keep_going, say, signals)
