@@ -207,3 +207,24 @@ def test_a_peers_events_are_told_once_each_and_a_slow_read_is_no_event():
     watch.record(PS, info=json.dumps(watch.info(PS)), progress=1)  # the same incarnation
     assert events[2:] == ['ps task 0 at 127.0.0.1:5000 stopped answering (connection refused)',
                           'ps task 0 at 127.0.0.1:5000 answers again']
+
+
+def test_this_tasks_own_stall_is_not_a_silence_of_its_peers():
+    clock = Clock()
+    watch = liveness.PeerWatch('grpc://unused', [PS, CHIEF], clock=clock, start=False,
+                               credit_stalls=True)
+    watch.record(PS, info=_info(PS), progress=1)
+    watch.record(CHIEF, info=_info(CHIEF), progress=1)
+    clock.now += 0.25
+    watch.record(PS, error='no answer within 2 s')  # the ps is silent from here on
+    # This process stops for 30 s (SIGSTOP): nobody read anybody meanwhile.
+    clock.now += 30
+    assert watch.lost([PS, CHIEF], 12, 60) == []
+    assert watch.stalled_s == pytest.approx(30 - liveness.PULSE_S)
+    # Awake, the silence that is seen counts again: the ps stays silent, the chief answers.
+    for _ in range(60):
+        clock.now += liveness.PULSE_S
+        watch.record(PS, error='no answer within 2 s')
+        watch.record(CHIEF, info=_info(CHIEF), progress=2)
+    # 15 s awake, and a pulse's turn before and after the stall: 15.5 s.
+    assert watch.lost([PS, CHIEF], 12, 60) == [(PS, 'no answer for 16 s (no answer within 2 s)')]

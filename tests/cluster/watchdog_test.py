@@ -153,7 +153,7 @@ def test_peers_that_are_not_essential_or_never_answered_do_not_end_the_task():
         job.clock.now += 1
         assert job.dog.check() is False
     assert job.watch.lost([PS, CHIEF], 12, 30) == [
-        (PS, 'no answer for 101 s (not read yet)'), (CHIEF, 'no answer for 100 s (None)')]
+        (PS, 'no answer for 101 s (not read yet)'), (CHIEF, 'no answer for 100 s')]
     assert job.failures == []
 
 

@@ -9,6 +9,12 @@ started with). Its peers read both through their own server, each read bounded:
   it *progresses* when its (incarnation, counter) changes, so a restarted task, a new
   incarnation, counts as progress.
 
+A watch does not blame its peers for its own stall. When this task was stopped (SIGSTOP) or
+starved of CPU, nobody read the peers meanwhile, and on waking every peer would look silent for
+the whole stall. A pulse thread notes the time every `PULSE_S`; a gap well over that is a stall
+of this process, and it is credited to every peer's silence (checked again before each look at
+the silences, which may come first after the wake). A peer's bound grows by this task's stalls.
+
 Two facts of the gRPC runtime shape `PeerWatch` (measured on TF 2.21): a read on a session made
 while the peer was alive ends at RunOptions.timeout_in_ms, but making a session to a stopped or
 dead peer waits without a bound, and so does closing one. So each peer is read by a daemon
@@ -183,6 +189,11 @@ class PeerReader:
             return {'error': errors.cause(e.message, type(e).__name__)}
 
 
+PULSE_S = 0.25  # how often the watch notes that this process runs
+# A gap between pulses over this is this process's stall, not a slow thread's turn.
+STALL_S = 1.0
+
+
 def steady_interval(peer_timeout_s):
     """Seconds between reads of a peer while a job runs: four reads per --peer_timeout_s,
     between 0.5 and 5 s."""
@@ -202,10 +213,12 @@ class PeerWatch:
       on_event: on_event(line) is told of a peer's events as they are seen: it stopped
         answering (silent for longer than two reads take), it answers again, it rejoined (a
         new incarnation: the task was restarted). None: nobody is told.
+      credit_stalls: leave this process's stalls out of its peers' silences (see the module
+        doc; default: when the pollers run, with a pulse thread).
     """
 
     def __init__(self, target, peers, interval_s=0.5, read_timeout_s=2.0,
-                 clock=time.monotonic, start=True, on_event=None):
+                 clock=time.monotonic, start=True, on_event=None, credit_stalls=None):
         self._target = target
         self._on_event = on_event
         self._interval_s = interval_s
@@ -215,9 +228,14 @@ class PeerWatch:
         self._stopped = threading.Event()
         now = clock()
         self._status = {peer: _Status(now) for peer in peers}
+        credit_stalls = start if credit_stalls is None else credit_stalls
+        self._pulse_at = now if credit_stalls else None  # None: no stall is credited
+        self.stalled_s = 0.0  # this process's stalls, credited to every peer
         for peer in peers if start else ():
             threading.Thread(target=self._poll, args=(peer,), daemon=True,
                              name='peer_watch_%s_%d' % (peer.job, peer.index)).start()
+        if start:
+            threading.Thread(target=self._pulse, daemon=True, name='peer_watch_pulse').start()
 
     @property
     def peers(self):
@@ -236,6 +254,26 @@ class PeerWatch:
         """Ends the pollers at their next turn (one blocked in the runtime stays blocked)."""
         self._stopped.set()
 
+    def _pulse(self):
+        while not self._stopped.wait(PULSE_S):
+            self._credit_stall()
+
+    def _credit_stall(self):
+        """Notes that this process runs; a gap since the last note over STALL_S was its stall:
+        every peer's silence is moved past it. Returns the clock's reading."""
+        now = self._clock()
+        with self._lock:
+            if self._pulse_at is None:
+                return now
+            gap = now - self._pulse_at - PULSE_S
+            if gap > STALL_S:
+                self.stalled_s += gap
+                for status in self._status.values():
+                    status.answered_at = min(now, status.answered_at + gap)
+                    status.progressed_at = min(now, status.progressed_at + gap)
+            self._pulse_at = now
+        return now
+
     def _poll(self, peer):
         reader = PeerReader(self._target, peer, self._read_timeout_ms / 1000.0)
         while not self._stopped.is_set():
@@ -252,7 +290,7 @@ class PeerWatch:
           answered: whether its runtime answered without a description (starting).
           error: what went wrong, in words, or None.
         """
-        now = self._clock()
+        now = self._credit_stall()
         with self._lock:
             status = self._status[peer]
             event = None
@@ -285,8 +323,9 @@ class PeerWatch:
             return self._status[peer].info
 
     def silence(self, peer):
-        """(seconds since the peer last answered, since it last progressed, its last error)."""
-        now = self._clock()
+        """(seconds since the peer last answered, since it last progressed, its last error),
+        this task's own stalls left out."""
+        now = self._credit_stall()
         with self._lock:
             status = self._status[peer]
             return now - status.answered_at, now - status.progressed_at, status.last_error
@@ -308,7 +347,8 @@ class PeerWatch:
                     continue
             unanswered, still, error = self.silence(peer)
             if unanswered > silent_s:
-                lost.append((peer, 'no answer for %.0f s (%s)' % (unanswered, error)))
+                lost.append((peer, 'no answer for %.0f s%s'
+                             % (unanswered, ' (%s)' % error if error else '')))
             elif still > still_s:
                 lost.append((peer, 'no progress for %.0f s' % still))
         return lost
