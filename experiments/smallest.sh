@@ -71,6 +71,9 @@ run emulated_cluster --profile=tests/data/resnet20_profile.json --workers=1 --ps
 run links_study --models=null_dense --rates=1gbit --workers=1,2 --num_ps=1 --modes_workers=2 \
   --backup_rates=1gbit --steps=2 --warmup_steps=1 --repeats=1 "$(result links_study)"
 run link_check --rates=100mbit --seconds=1 --repeats=1 "$(result link_check)"
+# Three faults, one of each kind, in about 2 minutes (the suite's version).
+run chaos --duration_s=60 --interval_s=5,10 --for_s=1,8 --faults=3 --step_ms=40 \
+  --save_model_steps=10 "$(result chaos)"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "failed: ${failed[*]} (see $OUT/<study>.txt)" >&2

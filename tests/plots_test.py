@@ -123,3 +123,25 @@ def test_the_commit_is_the_checkouts_head():
     except (OSError, subprocess.CalledProcessError):
         pytest.skip('not a git checkout, or no git')
     assert provenance.commit() == head and len(head) >= 7
+
+
+@needs_matplotlib
+def test_a_resumed_loss_curve_draws_each_attempt_and_shades_the_steps_redone(monkeypatch,
+                                                                              tmp_path):
+    attempts = [[(s, 2.0 - 0.01 * s) for s in range(1, 38)],
+                [(s, 2.0 - 0.01 * s) for s in range(31, 66)]]
+    restarts = [{'reached_step': 37, 'resumed_step': 30}]
+    figure, legend = _drawn(monkeypatch, lambda: plots.resumed_loss_curve(
+        str(tmp_path / 'loss.png'), attempts, restarts, smooth=1))
+    ax, = figure.axes
+    labelled = [line for line in ax.get_lines() if not line.get_label().startswith('_')]
+    assert [line.get_label() for line in labelled] == ['attempt 1', 'attempt 2']
+    # The second attempt starts at the checkpoint's step, on the first one's curve: no jump.
+    assert labelled[1].get_xdata()[0] == 31
+    assert labelled[1].get_ydata()[0] == pytest.approx(2.0 - 0.31)
+    span, = ax.patches
+    assert (span.get_x(), span.get_x() + span.get_width()) == (30, 37)
+    assert [t.get_text() for t in legend.get_texts()] == [
+        'attempt 1', 'attempt 2', 'steps redone after a restart']
+    from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+    pyplot.close(figure)

@@ -19,6 +19,7 @@ or a shaded band. A None median or bound (a target not reached) is left out of t
   bar_panels        grouped bars of medians with min-max error bars, one panel per figure
   stage_breakdown   the diagnose report: self time per stage and device, step time per run
   predicted_vs_measured   a model's predictions against measurements, the y = x line and a band
+  resumed_loss_curve   a recovered job's loss by global step, a line per attempt, redone steps
   spread_text       'median and min-max of N repeats', or 'one run' (for titles)
 """
 import functools
@@ -131,6 +132,44 @@ def _save(figure, path, dpi, caption, legend=None):
     with Image.open(buffer) as image:
         image.convert('RGB').quantize(colors=96).save(path, format='PNG', optimize=True,
                                                       dpi=(dpi, dpi))
+
+
+@_styled
+def resumed_loss_curve(path, attempts, restarts, smooth=10, title=None, dpi=DPI, caption=None):
+    """A recovered job's loss against the global step, one line per attempt, and each
+    restart's redone steps shaded: a resumed attempt continues where its checkpoint left off.
+
+    Args:
+      path: the file to write (.svg, .pdf, else PNG).
+      attempts: one [(global_step, loss)] per attempt that took a step (the chief's progress
+        log, `tfhp.launcher.progress_log.attempts`).
+      restarts: the recovery's fault records ('reached_step', 'resumed_step').
+      smooth: the lines are running means over this many steps (raw losses, one batch each,
+        drawn faint beneath).
+      title, dpi, caption: as `accuracy_curves`'.
+    """
+    pyplot = _pyplot()
+    figure, ax = pyplot.subplots(figsize=(2 * _PANEL[0] + 0.6, _PANEL[1]))
+    for index, run in enumerate(attempts):
+        steps, losses = [s for s, _ in run], [l for _, l in run]
+        means = [statistics.fmean(losses[max(0, i - smooth + 1):i + 1])
+                 for i in range(len(losses))]
+        line, = ax.plot(steps, means, linestyle=LINESTYLES[index % len(LINESTYLES)],
+                        linewidth=1.2, label='attempt %d' % (index + 1))
+        ax.plot(steps, losses, color=line.get_color(), linewidth=0.5, alpha=0.25)
+    for index, fault in enumerate(restarts):
+        if fault.get('reached_step') is not None:
+            ax.axvspan(fault['resumed_step'], max(fault['reached_step'], fault['resumed_step']),
+                       color='tab:red', alpha=0.15, linewidth=0,
+                       label='steps redone after a restart' if index == 0 else None)
+    ax.set_xlabel('global step')
+    ax.set_ylabel('training loss (running mean of %d steps)' % smooth)
+    ax.grid(alpha=0.3)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    legend = _legend_below(figure, [ax])
+    _save(figure, path, dpi, caption, legend)
 
 
 @_styled

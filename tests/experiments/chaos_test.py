@@ -1,0 +1,39 @@
+"""The chaos run at its smallest (about 2 minutes): three faults, one of each kind, into a
+supervised job on emulated links; every check kept. Root, namespaces and tc only."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments import common
+from tfhp.launcher import links
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def test_a_job_hit_by_a_kill_a_pause_and_a_link_down_finishes_and_leaves_nothing(tmp_path):
+    try:
+        links.check_available()
+    except links.LinksUnavailable as e:
+        pytest.skip('this machine cannot emulate links: %s' % e)
+    result_file = tmp_path / 'chaos.jsonl'
+    proc = subprocess.run(
+        [sys.executable, '-m', 'experiments.chaos', '--duration_s=60', '--interval_s=5,10',
+         '--for_s=1,8', '--faults=3', '--step_ms=40', '--save_model_steps=10', '--seed=2',
+         '--result_file=%s' % result_file],
+        capture_output=True, text=True, timeout=420, cwd=common.REPO_ROOT,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2'))
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    record = json.loads(result_file.read_text().splitlines()[-1])
+    assert all(record['checks'].values()), record['checks']
+    # One of each kind: the kinds come in shuffled rounds.
+    assert sorted(f['kind'] for f in record['faults']) == ['kill', 'link_down', 'pause']
+    assert record['final_global_step'] == record['target_global_step']
+    # The kill ended its attempt; every restart resumed within the checkpoint interval.
+    kill, = [f for f in record['faults'] if f['kind'] == 'kill']
+    assert kill['outcome'] == 'restart' and record['restarts'] >= 1
+    assert all(0 <= f['steps_redone'] <= 10 for f in record['recovery'])
+    assert record['checkpoints'] >= record['target_global_step'] // 10
+    assert record['processes_left'] == [] and record['namespaces_left'] == []
