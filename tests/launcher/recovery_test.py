@@ -50,8 +50,8 @@ def _fake_attempts(tmp_path, outcomes):
     def attempt():
         status, reached, checkpointed = remaining.pop(0)
         _write_checkpoint(train_dir, checkpointed)
-        with open(progress, 'w') as f:
-            f.write('%d 1.0\n' % reached)
+        with open(progress, 'a') as f:
+            f.write('%d 1.0\n' % reached if reached else '')
         codes = {'ps 0': 0, 'worker 0': 1 if status else 0, 'worker 1': -9 if status else 0}
         return ({'status': status, 'exit_codes': codes, 'ended_by_launcher': [],
                  'tasks': [{'task': 'worker 0', 'start_to_first_step_s': 4.0}]}, {})
@@ -78,6 +78,18 @@ def test_faults_are_recorded_with_the_steps_redone_and_the_time_lost(tmp_path):
     assert lines[0].startswith('fault 1: worker 0 exit status 1, worker 1 killed by SIGKILL; '
                                'global step 17 reached, resuming from checkpoint step 15 '
                                '(2 steps to redo); restart 1 of 3')
+
+
+def test_an_attempt_that_took_no_step_redoes_nothing(tmp_path):
+    # The second attempt is hit while it starts: the log's last line is the first attempt's.
+    attempt, train_dir, progress = _fake_attempts(tmp_path, [(1, 17, 15), (1, None, 15),
+                                                             (0, 30, 30)])
+    lines = []
+    summary, _ = recovery.supervise(attempt, train_dir, progress, 3, lines.append)
+    first, second = summary['recovery']['faults']
+    assert (first['reached_step'], first['steps_redone']) == (17, 2)
+    assert (second['reached_step'], second['steps_redone']) == (None, 0)
+    assert 'no step taken, resuming from checkpoint step 15 (0 steps to redo)' in lines[1]
 
 
 def test_restarts_end_when_they_run_out_or_a_signal_stopped_the_job(tmp_path):

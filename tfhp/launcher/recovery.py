@@ -95,6 +95,7 @@ def supervise(attempt, train_dir, progress_path, max_restarts, say=print, clock=
     faults = []
     while True:
         started = clock()
+        logged = progress_log.size(progress_path)  # this attempt's steps come after
         summary, results = attempt()
         if faults:
             first = _first_step_s(summary)
@@ -105,7 +106,10 @@ def supervise(attempt, train_dir, progress_path, max_restarts, say=print, clock=
             break
         ended = summary.get('ended_by_launcher', [])
         now = clock()
-        reached, resumed = progress_log.last_step(progress_path), checkpoint_step(train_dir)
+        steps = progress_log.read(progress_path, start=logged)
+        # An attempt that took no step (a fault while it started) reached nothing: what the
+        # log says before it is the previous attempt's, redone already.
+        reached, resumed = (steps[-1][0] if steps else None), checkpoint_step(train_dir)
         saved = _checkpoint_time(train_dir)
         fault = {'attempt': len(faults) + 1, 'ended_after_s': now - started,
                  'failed': {name: supervisor.describe_status(code)
@@ -116,11 +120,12 @@ def supervise(attempt, train_dir, progress_path, max_restarts, say=print, clock=
                  'steps_redone': max(0, (reached or 0) - resumed),
                  'since_checkpoint_s': now - max(saved or started, started)}
         faults.append(fault)
-        say('fault %d: %s; global step %s reached, resuming from checkpoint step %d '
-            '(%d steps to redo); restart %d of %d'
+        say('fault %d: %s; %s, resuming from checkpoint step %d (%d steps to redo); '
+            'restart %d of %d'
             % (fault['attempt'], ', '.join('%s %s' % kv for kv in fault['failed'].items())
-               or 'the job failed', reached, resumed, fault['steps_redone'], len(faults),
-               max_restarts))
+               or 'the job failed', 'no step taken' if reached is None else
+               'global step %d reached' % reached, resumed, fault['steps_redone'],
+               len(faults), max_restarts))
     summary['recovery'] = {
         'restarts': len(faults), 'faults': faults,
         'steps_redone': sum(f['steps_redone'] for f in faults),
