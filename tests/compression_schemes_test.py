@@ -62,6 +62,24 @@ def test_topk_keeps_exactly_the_k_largest_magnitudes(n, k):
     assert np.count_nonzero(back) == k
 
 
+@pytest.mark.parametrize('name', ['topk', 'topk_noef', 'randomk'])
+def test_the_fraction_sets_how_many_elements_a_sparse_scheme_sends(name):
+    value = np.arange(1, 1001, dtype=np.float32)
+    compressor = compression.get(name, 0.05)
+    (values, indices), back = _round_trip(compressor, value)
+    assert values.shape == indices.shape == (50,)
+    assert compressor.wire_ratio == pytest.approx(2 * 0.05)  # a value and an index each
+    np.testing.assert_array_equal(back[indices], value[indices])
+
+
+def test_a_fraction_is_refused_for_a_scheme_that_sends_every_element_naming_the_flag():
+    for name in ('none', 'sign', 'float16'):
+        with pytest.raises(ValueError, match='--compression_fraction applies to the schemes '
+                           'that send a share of the elements \\(topk, topk_noef, randomk\\), '
+                           'not to --gradient_compression=%s' % name):
+            compression.get(name, 0.1)
+
+
 def test_randomk_sends_k_distinct_uniformly_drawn_elements_exactly():
     n, draws = 200, 300  # k = 2 of 200 per draw
     value = np.arange(1, n + 1, dtype=np.float32)

@@ -34,6 +34,13 @@ from tfhp import config as config_lib
     (lambda: config_lib.DeviceConfig(mkl=True, kmp_settings=2), '--kmp_settings'),
     (lambda: config_lib.ReplicationConfig(variable_consistency='eventual'),
      '--variable_consistency'),
+    (lambda: config_lib.ReplicationConfig(gradient_compression='topk', compression_fraction=0),
+     '--compression_fraction must be in'),
+    (lambda: config_lib.ReplicationConfig(gradient_compression='sign', compression_fraction=0.1),
+     '--compression_fraction applies to .* not to --gradient_compression=sign'),
+    (lambda: config_lib.ReplicationConfig(gradient_transfer_dtype='float16',
+                                          compression_fraction=0.1),
+     'not to --gradient_transfer_dtype=float16'),
     (lambda: config_lib.ProfileConfig(trace_file='/t', trace_memory=True,
                                       use_chrome_trace_format=False), '--trace_memory'),
 ])

@@ -109,6 +109,9 @@ flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables thr
 flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,
                   'relaxed: weights read one update behind (parameter_server\'s staged reads).')
 _group('Precision')
+flags.DEFINE_float('compression_fraction', None, 'The share of each gradient\'s elements a '
+                   'sparse --gradient_compression (topk, topk_noef, randomk) sends, in (0, 1] '
+                   '(default: 0.01).')
 # tfhp.loss_scale, tfhp.models.layers: tf_cnn_benchmarks' float16 flags, bfloat16.
 flags.DEFINE_boolean('use_fp16', False, 'Compute in float16 (float32 master variables).')
 flags.DEFINE_enum('compute_dtype', 'float32', config_lib.COMPUTE_DTYPES,

@@ -234,7 +234,8 @@ def _expected_traffic(cfg, chief, num_ps, num_workers):
     ps_bytes = link_bound.ps_task_bytes(chief.get('variable_bytes_by_device', {}), num_ps)
     if not cfg.replication.strategy.worker_all_reduce and not sum(ps_bytes):
         ps_bytes = [model_bytes / num_ps] * num_ps  # masters not among the placement
-    compressor = compression.get(cfg.replication.compression)
+    compressor = compression.get(cfg.replication.compression,
+                                 cfg.replication.compression_fraction)
     scale = compressor.wire_ratio if compressor else 1.0
     return link_bound.expected_traffic(update, num_workers, model_bytes,
                                        ps_bytes if num_ps else None, scale)

@@ -21,33 +21,64 @@ NONE = 'none'
 _SCHEMES = {}
 
 
-def register(name, factory, *args):
-    """Makes `factory(*args)` (a Compressor) the scheme --gradient_compression=name picks.
+def register(name, factory, *args, **options):
+    """Makes `factory(*args, **options)` (a Compressor) the scheme --gradient_compression=name
+    picks.
 
     Args:
       name: the scheme's flag value.
       factory: its Compressor class (or a function returning one), or 'module:Class', e.g.
         'tfhp.compression.cast:Cast', imported when the scheme is first built.
       *args: passed to the factory.
+      **options: passed to the factory; a `fraction` option (the share of elements a sparse
+        scheme sends) can be set by --compression_fraction (`get`).
     """
     if name in _SCHEMES or name == NONE:
         raise ValueError('gradient compression %r is registered twice' % name)
-    _SCHEMES[name] = (factory, args)
+    _SCHEMES[name] = (factory, args, options)
 
 
-def get(name):
-    """The Compressor registered as `name`, or None for 'none'; ValueError naming the known
-    schemes otherwise."""
+def get(name, fraction=None):
+    """The Compressor registered as `name`, or None for 'none'.
+
+    Args:
+      name: the scheme.
+      fraction: the share of elements a sparse scheme sends (None: its registered default).
+    Raises:
+      ValueError: an unknown scheme (naming the known ones), or a fraction for a scheme that
+        sends every element (naming --compression_fraction and the schemes it applies to).
+    """
     if name == NONE:
+        if fraction is not None:
+            raise ValueError(_fraction_message(name))
         return None
     if name not in _SCHEMES:
         raise ValueError('unknown gradient compression %r; known: %s'
                          % (name, ', '.join(names())))
-    factory, args = _SCHEMES[name]
+    factory, args, options = _SCHEMES[name]
+    if fraction is not None:
+        if not takes_fraction(name):
+            raise ValueError(_fraction_message(name))
+        options = dict(options, fraction=fraction)
     if isinstance(factory, str):
         module, attribute = factory.split(':')
         factory = getattr(importlib.import_module(module), attribute)
-    return factory(*args)
+    return factory(*args, **options)
+
+
+def takes_fraction(name):
+    """Whether the scheme sends a share of the elements that --compression_fraction sets."""
+    return name in _SCHEMES and 'fraction' in _SCHEMES[name][2]
+
+
+def fraction_schemes():
+    """The schemes --compression_fraction applies to."""
+    return tuple(n for n in _SCHEMES if takes_fraction(n))
+
+
+def _fraction_message(name):
+    return ('--compression_fraction applies to the schemes that send a share of the elements '
+            '(%s), not to --gradient_compression=%s' % (', '.join(fraction_schemes()), name))
 
 
 def names():
@@ -59,6 +90,6 @@ register('float16', 'tfhp.compression.cast:Cast', 'float16')
 register('bfloat16', 'tfhp.compression.cast:Cast', 'bfloat16')
 register('sign', 'tfhp.compression.sign:Sign')
 register('sign_noef', 'tfhp.compression.sign:Sign', False)
-register('topk', 'tfhp.compression.topk:TopK', 0.01)
-register('topk_noef', 'tfhp.compression.topk:TopK', 0.01, False)
-register('randomk', 'tfhp.compression.randomk:RandomK', 0.01)
+register('topk', 'tfhp.compression.topk:TopK', fraction=0.01)
+register('topk_noef', 'tfhp.compression.topk:TopK', fraction=0.01, error_feedback=False)
+register('randomk', 'tfhp.compression.randomk:RandomK', fraction=0.01)

@@ -1,5 +1,6 @@
 """ReplicationConfig: variable placement and gradient aggregation across towers."""
 import dataclasses
+from typing import Optional
 
 from tfhp import compression
 from tfhp import modes
@@ -35,6 +36,8 @@ class ReplicationConfig:
         spelling of gradient_compression's 16-bit schemes.
       gradient_compression: the `tfhp.compression` scheme gradients are compressed with for
         the all-reduce or for sending them between tasks ('none': as they are).
+      compression_fraction: the share of each gradient's elements a sparse scheme (topk,
+        randomk) sends, in (0, 1] (None: the scheme's default, 0.01).
       staged_vars: parameter_server reads variables through staging areas (one-step-stale
         weights; see tfhp.replication.staged_vars).
       variable_consistency: 'strong' (every step reads the weights of every update before
@@ -50,6 +53,7 @@ class ReplicationConfig:
     agg_small_grads_max_group: int = 10
     gradient_transfer_dtype: str = 'float32'
     gradient_compression: str = compression.NONE
+    compression_fraction: Optional[float] = None
     staged_vars: bool = False
     variable_consistency: str = 'strong'
 
@@ -111,6 +115,15 @@ class ReplicationConfig:
                        'use one')
         errors.require_choice(self, 'gradient_transfer_dtype', TRANSFER_DTYPES)
         errors.require_choice(self, 'gradient_compression', compression.names())
+        if self.compression_fraction is not None:
+            errors.require(0 < self.compression_fraction <= 1,
+                           '--compression_fraction must be in (0, 1], got %r',
+                           self.compression_fraction)
+            errors.require(compression.takes_fraction(self.compression),
+                           '--compression_fraction applies to the schemes that send a share of '
+                           'the elements (%s), not to %s=%s',
+                           ', '.join(compression.fraction_schemes()), self.compression_flag,
+                           self.compression)
         errors.require(self.gradient_transfer_dtype == 'float32' or
                        self.gradient_compression == compression.NONE,
                        '--gradient_transfer_dtype and --gradient_compression both compress '

@@ -83,7 +83,8 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     if not topology.mode.graph_per_worker:
         return _build(ONE_GRAPH, name, 'in one graph', replication_config, topology)
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
-                  compression.get(replication_config.compression), remedies)
+                  compression.get(replication_config.compression,
+                                  replication_config.compression_fraction), remedies)
 
 
 def _build(builders, name, where, *args):
@@ -95,7 +96,8 @@ def _build(builders, name, where, *args):
 def _parameter_server(cfg, topology):
     return parameter_server.ParameterServer(topology.tower_devices, topology.variable_devices,
                                             staged_vars=cfg.staged_reads,
-                                            compressor=compression.get(cfg.compression))
+                                            compressor=compression.get(cfg.compression,
+                                                                       cfg.compression_fraction))
 
 
 def _replicated(cfg, topology):
@@ -209,7 +211,7 @@ def make_all_reduce(replication_config, topology):
                                            group_size=(len(devices) + 1) // 2)
     else:
         algorithm = allreduce.CopyToDevice(topology.variable_devices)
-    compressor = compression.get(cfg.compression)
+    compressor = compression.get(cfg.compression, cfg.compression_fraction)
     if compressor is not None:
         algorithm = allreduce.Compressed(algorithm, compressor)
     return algorithm
