@@ -25,5 +25,6 @@ setuptools.setup(
         'tfhp=tfhp.cli:run_main',
         'tfhp-launch=tfhp.launch:run_main',
         'tfhp-sweep=tfhp.sweep:run_main',
+        'tfhp-search=tfhp.search:run_main',
     ]},
 )

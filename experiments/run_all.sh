@@ -22,6 +22,7 @@ run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/st
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"
 run precision python -m experiments.precision_bench --result_file="$OUT/precision.jsonl"
 run ensemble python -m experiments.ensemble --result_file="$OUT/ensemble.jsonl"
+run cluster_search python -m experiments.cluster_search --result_file="$OUT/cluster_search.jsonl" $(plot cluster_search)
 # CPU defaults: oneDNN and the thread pools, ranked by the sweep for three models.
 for mb in lenet:32:50 alexnet:16:20 resnet50:8:10; do
   IFS=: read -r m b n <<<"$mb"

@@ -104,14 +104,14 @@ flags.DEFINE_enum('gradient_transfer_dtype', 'float32', config_lib.TRANSFER_DTYP
 flags.DEFINE_enum('gradient_compression', compression.NONE, compression.names(),
                   'Compress gradients with this scheme (tfhp.compression) for the all-reduce, '
                   'or for sending them between tasks.')
+flags.DEFINE_float('compression_fraction', None, 'The share of each gradient\'s elements a '
+                   'sparse --gradient_compression (topk, topk_noef, randomk) sends, in (0, 1] '
+                   '(default: 0.01).')
 flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables through staging '
                      'areas (weights one step old).')
 flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,
                   'relaxed: weights read one update behind (parameter_server\'s staged reads).')
 _group('Precision')
-flags.DEFINE_float('compression_fraction', None, 'The share of each gradient\'s elements a '
-                   'sparse --gradient_compression (topk, topk_noef, randomk) sends, in (0, 1] '
-                   '(default: 0.01).')
 # tfhp.loss_scale, tfhp.models.layers: tf_cnn_benchmarks' float16 flags, bfloat16.
 flags.DEFINE_boolean('use_fp16', False, 'Compute in float16 (float32 master variables).')
 flags.DEFINE_enum('compute_dtype', 'float32', config_lib.COMPUTE_DTYPES,
@@ -250,6 +250,9 @@ flags.DEFINE_boolean('serve_clients', False, 'A ps task serves clients in contai
 flags.DEFINE_string('container', '', 'A worker that is a client of its own: its graph in this '
                     'resource container, initialised, trained and evaluated by itself, the '
                     'container reset as it ends (python -m tfhp.search).')
+flags.DEFINE_boolean('container_reset', True, 'A client in a container (--container) resets '
+                     'it as it ends; false leaves its variables on the ps tasks (tfhp.search '
+                     '--no_reset: what the reset saves).')
 _group('Gradient staleness')
 # tfhp.replication.staleness: always measured in asynchronous training; the remedies apply
 # to it (--cross_replica_sync=false).

@@ -8,6 +8,10 @@ initialises nothing, reads every checkpointed variable the ps tasks hold, writes
 checkpoint tfhp restores (--train_dir), and then releases the lingering ps tasks, which exit
 (--keep_serving: they linger on). Variables a worker held itself (local copies, the input's)
 died with it and are named, not saved.
+
+`--release_only` only releases them; `--reset_only --container=NAME <a client's flags>` only
+clears what a client in a container (`tfhp.cluster.container_client`) that ended without its
+reset (killed, timed out) left on them (`tfhp.search` does so for each failed client).
 """
 import dataclasses
 import os
@@ -27,6 +31,7 @@ from tfhp import cli
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp import topology as topology_lib
+from tfhp.cluster import container_client
 from tfhp.cluster import errors as cluster_errors
 from tfhp.cluster import servers
 from tfhp.cluster import task as task_lib
@@ -37,6 +42,9 @@ flags.DEFINE_boolean('keep_serving', False, 'Leave the ps tasks lingering after 
                      '(default: release them, and they exit).')
 flags.DEFINE_boolean('release_only', False, 'Only release the lingering ps tasks: read and '
                      'save nothing.')
+flags.DEFINE_boolean('reset_only', False, 'Only reset the resource container (--container) '
+                     'of a client that ended without resetting it, in its place (its '
+                     '--task_index): read and save nothing.')
 
 
 def _held_on_ps(variables):
@@ -106,6 +114,23 @@ def release_servers(cfg):
     return servers.release(target, cluster, task_lib.serving_tasks(cluster))
 
 
+def reset_container(cfg):
+    """Clears the resource container of cfg's client (--container) on the ps tasks.
+
+    From a server in the client's place (its address, its sparse cluster): a reset closes
+    every session of the master it is sent to, and a ps task's master holds the sessions the
+    task serves with (`container_client`), so it is not sent there.
+    Raises:
+      config_lib.ConfigError: cfg is not a client in a container.
+    """
+    cluster = cfg.cluster
+    if not cluster.container or not cluster.ps_hosts:
+        raise config_lib.ConfigError('--reset_only needs the client\'s --container, '
+                                     '--job_name=worker and --ps_hosts')
+    server = servers.start_server(cluster, task_lib.server_proto(cfg))
+    container_client.reset(server.target, cluster, [cluster.container])
+
+
 def main(argv):
     """Saves (or only releases); returns the exit status: 0 done, 2 a setting is at fault."""
     if len(argv) > 1:
@@ -114,11 +139,14 @@ def main(argv):
         return 2
     values = flags.FLAGS
     try:
-        if not values.release_only and not values.checkpoint:
+        if not (values.release_only or values.reset_only or values.checkpoint):
             raise config_lib.ConfigError('--checkpoint: where to write the live variables '
-                                         '(or --release_only)')
+                                         '(or --release_only, --reset_only)')
         cfg = cli.config_from_flags(values)
-        if values.release_only:
+        if values.reset_only:
+            reset_container(cfg)
+            print('reset container %r on the ps tasks' % cfg.cluster.container)
+        elif values.release_only:
             missed = release_servers(cfg)
             print('released the ps tasks%s' % (' except %s' % missed if missed else ''))
         else:

@@ -2,14 +2,18 @@
 a hyperparameter search as parallel clients of one set of ps tasks, ranked on validation.
 
 It starts --num_ps ps tasks that serve clients (`--serve_clients`, bounded by --linger_s), then
-runs every point of the grid (`tfhp.sweep.grid_points`), --repeats times in rounds, at most
---parallel at once, each as its own client process: a worker of its own
-(`tfhp.cluster.container_client`) with the point's flags and its placement (its slot's address,
-the ps tasks) on its command line, its graph in a resource container of its own (so clients
-never share a variable, whatever they name them), trained, evaluated on the validation set
-(the tfhp flags must ask for an evaluation: --eval_during_training_every_n_steps) and its
-container reset as it ends. After each client it records every ps task's resident memory
-(VmRSS), so the servers' memory over the search shows whether the resets free what clients left.
+runs every point of the grid (`tfhp.sweep.grid_points`), --repeats times in rounds (round r with
+the tfhp flags' --tf_random_seed + r: other initial weights and data order), at most --parallel
+at once, each as its own client process: a worker of its own (`tfhp.cluster.container_client`)
+with the point's flags and its placement (its slot's address, the ps tasks) on its command
+line, its graph in a resource container of its own (so clients never share a variable, whatever
+they name them), trained, evaluated on the validation set (the tfhp flags must ask for an
+evaluation: --eval_during_training_every_n_steps) and its container reset as it ends. A client
+that fails (killed, timed out) may end before its reset: the search then resets its container
+from the client's place (`python -m tfhp.reconnect --reset_only`). After each client it records
+every ps task's resident memory (VmRSS), so the servers' memory over the search shows whether
+the resets free what clients left; --no_reset (clients with --container_reset=false, failed
+ones left too) shows what they would hold without them.
 Points are ranked by their median last top-1 accuracy, with the spread over repeats. At the end
 the ps tasks are released (`python -m tfhp.reconnect --release_only`) and exit.
 
@@ -26,6 +30,7 @@ import tempfile
 import threading
 import time
 
+from tfhp import config as config_lib
 from tfhp import sweep
 from tfhp import timing
 from tfhp.launcher import plan
@@ -69,6 +74,9 @@ def _parse(argv):
     parser.add_argument('--num_ps', type=int, default=1, help='ps tasks (servers)')
     parser.add_argument('--timeout_s', type=float, default=1800.0,
                         help='bound on the whole search (the servers\' --linger_s)')
+    parser.add_argument('--no_reset', dest='reset', action='store_false',
+                        help='leave every client\'s container on the ps tasks (to measure '
+                        'what the resets save)')
     parser.add_argument('--result_file', default=None,
                         help='append one JSON line per client and one for the search here')
     split = argv.index('--') if '--' in argv else len(argv)
@@ -113,30 +121,36 @@ class _Servers:
 
 
 def search(points, tfhp_args, repeats=1, parallel=2, num_ps=1, timeout_s=1800.0, log=print,
-           result_file=None):
+           result_file=None, reset=True):
     """Runs the search (see the module doc) and returns its record: 'ranking' (`rank`),
     'runs' (point, round, accuracy, error, wall seconds, each in order of ending), 'ps_rss_mb'
     (every ps task's MiB after each run ended, and before the first), 'ps_exit_codes'.
+    reset=False leaves every client's container on the ps tasks (--no_reset).
 
     Raises:
-      ValueError: tfhp_args set a flag the search sets for each task.
+      ValueError: tfhp_args set a flag the search sets for each task, or a --tf_random_seed
+        that is not a whole number.
     """
     runs = [(r, i) for r in range(repeats) for i in range(len(points))]
+    peer_timeout_s = plan.task_bounds(tfhp_args)[0]
     own = ['--serve_clients', '--linger_s=%g' % timeout_s]
+    seed = int(plan.flag_value(tfhp_args, 'tf_random_seed', config_lib.RunConfig.tf_random_seed))
     env = plan.task_environment(os.environ)
     with tempfile.TemporaryDirectory(prefix='tfhp_search_') as directory:
         commands = plan.task_commands(num_ps, len(runs), tfhp_args, directory)
         servers = _Servers({t: argv + own for t, argv in commands.items()}, directory, env,
                            log)
         record = {'points': points, 'repeats': repeats, 'parallel': parallel, 'num_ps': num_ps,
-                  'tfhp_args': list(tfhp_args), 'runs': [], 'ps_rss_mb': []}
+                  'reset': reset, 'tfhp_args': list(tfhp_args), 'runs': [], 'ps_rss_mb': []}
         lock = threading.Lock()
         deadline = time.monotonic() + timeout_s
 
         def client(slot):
             r, i = runs[slot]
             argv = commands[('worker', slot)] + sweep.point_flags(points[i]) + [
-                '--container=point%d-round%d' % (i, r)]
+                '--container=point%d-round%d' % (i, r), '--tf_random_seed=%d' % (seed + r)]
+            if not reset:
+                argv.append('--container_reset=false')
             start = time.monotonic()
             try:
                 proc = subprocess.run(argv, capture_output=True, text=True, env=env,
@@ -147,6 +161,8 @@ def search(points, tfhp_args, repeats=1, parallel=2, num_ps=1, timeout_s=1800.0,
                     proc.returncode, ' | '.join(lines[-3:]) if lines else 'no output')
             except subprocess.TimeoutExpired:
                 error = 'timed out (--timeout_s)'
+            if error and reset:
+                reset_client_container(argv, env, peer_timeout_s + plan.MARGIN_S, log)
             result = client_result(directory, slot)
             run = {'point': points[i], 'round': r, 'accuracy': accuracy(result),
                    'error': error, 'wall_s': time.monotonic() - start}
@@ -169,15 +185,39 @@ def search(points, tfhp_args, repeats=1, parallel=2, num_ps=1, timeout_s=1800.0,
                 list(pool.map(client, range(len(runs))))
         finally:
             # ps task 0's own flags, read by the release tool instead of tfhp.
-            release = commands[('ps', 0)] + own
-            release[release.index('tfhp')] = 'tfhp.reconnect'
-            peer_timeout_s = plan.task_bounds(tfhp_args)[0]
             record['ps_exit_codes'] = servers.release(
-                release + ['--release_only'], env, peer_timeout_s + plan.MARGIN_S)
+                _reconnect(commands[('ps', 0)] + own) + ['--release_only'], env,
+                peer_timeout_s + plan.MARGIN_S)
     accuracies = [[run['accuracy'] for run in record['runs']
                    if run['point'] == p and run['accuracy'] is not None] for p in points]
     record['ranking'] = rank(points, accuracies)
     return record
+
+
+def _reconnect(argv):
+    """A task's command line, run by the reconnecting tool instead of tfhp (its flags read
+    as that task's)."""
+    argv = list(argv)
+    argv[argv.index('tfhp')] = 'tfhp.reconnect'
+    return argv
+
+
+def reset_client_container(client_argv, env, bound_s, log):
+    """Resets the container of a client that ended (`client_argv`: its command line) from its
+    place: its flags and its address, free once it is gone. Returns whether it was reset; logs
+    what went wrong instead of raising (a search goes on past a container it could not clear).
+    """
+    try:
+        told = subprocess.run(_reconnect(client_argv) + ['--reset_only'], capture_output=True,
+                              text=True, env=env, timeout=bound_s)
+    except subprocess.TimeoutExpired:
+        log('could not reset container %s of a failed client (timed out)'
+            % plan.flag_value(client_argv, 'container'))
+        return False
+    if told.returncode:
+        log('could not reset container %s of a failed client: %s' % (
+            plan.flag_value(client_argv, 'container'), told.stderr.strip()[-500:]))
+    return told.returncode == 0
 
 
 def client_result(directory, slot):
@@ -196,7 +236,7 @@ def main(argv=None):
     try:
         record = search(points, tfhp_args, args.repeats, args.parallel, args.num_ps,
                         args.timeout_s, log=lambda line: print(line, flush=True),
-                        result_file=args.result_file)
+                        result_file=args.result_file, reset=args.reset)
     except ValueError as e:
         print('tfhp-search: error: %s' % e, file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """State that outlives its client: lingering ps tasks (--linger_s) and a client that reconnects
 to save what they hold (`tfhp.reconnect`); resource containers that keep two clients' variables
 apart on one ps, and a reset that frees one container's (`tfhp.cluster.container_client`)."""
+import os
 import time
 
 import numpy as np
@@ -60,29 +61,37 @@ def _client(container, value):
     return graph, assign, v.read_value()
 
 
-def test_two_clients_in_two_containers_on_one_ps_stay_apart_and_a_reset_frees_one():
-    address = '127.0.0.1:%d' % plan.free_ports(1)[0]
+def _ps_with_two_clients(address, names):
+    """An in-process ps server at `address` and two clients that set their 'v' on it, each in
+    its own container (`names`): 1.0 and 2.0; (server, {name: client})."""
     server = tf.train.Server(tf.train.ClusterSpec({'ps': [address]}), job_name='ps',
                              task_index=0, start=True)
-    clients = {name: _client(name, value) for name, value in
-               (('point_a', 1.0), ('point_b', 2.0))}
+    clients = {name: _client(name, value) for name, value in zip(names, (1.0, 2.0))}
     for graph, assign, _ in clients.values():
         with tf.Session(server.target, graph=graph) as sess:
             sess.run(assign)
-    # Same name, same device: each client reads its own container's variable.
+    return server, clients
+
+
+def _reads(server, clients):
+    """{name: the value each client reads, None where its container is gone}."""
     reads = {}
     for name, (graph, _, read) in clients.items():
         with tf.Session(server.target, graph=graph) as sess:
-            reads[name] = sess.run(read).tolist()
-    assert reads == {'point_a': [1.0] * 4, 'point_b': [2.0] * 4}
+            try:
+                reads[name] = sess.run(read).tolist()
+            except tf.errors.FailedPreconditionError:
+                reads[name] = None
+    return reads
+
+
+def test_two_clients_in_two_containers_on_one_ps_stay_apart_and_a_reset_frees_one():
+    server, clients = _ps_with_two_clients('127.0.0.1:%d' % plan.free_ports(1)[0],
+                                           ('point_a', 'point_b'))
+    # Same name, same device: each client reads its own container's variable.
+    assert _reads(server, clients) == {'point_a': [1.0] * 4, 'point_b': [2.0] * 4}
     tf.Session.reset(server.target, ['point_a'])
-    graph, _, read = clients['point_a']
-    with tf.Session(server.target, graph=graph) as sess:
-        with pytest.raises(tf.errors.FailedPreconditionError):
-            sess.run(read)  # gone with its container
-    graph, _, read = clients['point_b']
-    with tf.Session(server.target, graph=graph) as sess:
-        assert sess.run(read).tolist() == [2.0] * 4
+    assert _reads(server, clients) == {'point_a': None, 'point_b': [2.0] * 4}
 
 
 def test_a_search_of_parallel_clients_ranks_its_points_and_the_ps_memory_stays_flat(tmp_path):
@@ -106,3 +115,16 @@ def test_a_search_of_parallel_clients_ranks_its_points_and_the_ps_memory_stays_f
     assert after[-1] - after[0] < 32, after
     # Released at the end, the ps task exited cleanly.
     assert record['ps_exit_codes'] == [0]
+
+
+def test_the_search_resets_the_container_a_failed_client_left_and_no_other(tmp_path):
+    address, slot = ['127.0.0.1:%d' % p for p in plan.free_ports(2)]
+    server, clients = _ps_with_two_clients(address, ('point0-round0', 'point1-round0'))
+    # point0-round0's client died before its reset; the search resets from its slot.
+    argv = plan.task_commands(0, 1, ['--peer_timeout_s=10'], str(tmp_path), hosts={
+        'worker': [slot]})[('worker', 0)] + ['--ps_hosts=' + address,
+                                              '--container=point0-round0']
+    lines = []
+    assert search.reset_client_container(argv, plan.task_environment(os.environ), 60,
+                                         lines.append), lines
+    assert _reads(server, clients) == {'point0-round0': None, 'point1-round0': [2.0] * 4}

@@ -6,7 +6,8 @@ the variables, queues and staging areas it makes on the ps tasks live apart from
 client's, even under the same names. It is its own chief: it initialises its variables, trains
 and evaluates as one process does (`tfhp.benchmark.run`: towers and input on this worker,
 variables on the ps tasks), and resets its container as it ends (`tf.Session.reset`), so the
-servers free its variables and their memory stays flat over many clients.
+servers free its variables and their memory stays flat over many clients
+(--container_reset=false leaves them there, to show what the reset saves).
 
 Why a server of its own: `Session.reset` closes every session of the master it is sent to, and
 a ps task's master holds the task's own sessions (its serving loop, its published state).
@@ -77,8 +78,12 @@ def run(cfg, log, stop, fail):
         task.dog.await_failure()
         raise
     finally:
-        task.dog.phase('resetting container %r' % cluster.container, cluster.peer_timeout_s)
-        reset(task.server.target, cluster, [cluster.container])
+        if cluster.container_reset:
+            task.dog.phase('resetting container %r' % cluster.container, cluster.peer_timeout_s)
+            reset(task.server.target, cluster, [cluster.container])
+        else:
+            log('worker %d: leaving container %r on the ps tasks (--container_reset=false)'
+                % (cluster.task_index, cluster.container))
     result['container'] = cluster.container
     if cfg.run.result_file:
         timing.append_json(cfg.run.result_file, result)

@@ -61,6 +61,8 @@ class ClusterConfig:
       container: a worker that is a client of its own (`tfhp.cluster.container_client`): it
         builds its graph in this resource container, initialises its variables itself, trains
         and evaluates as one process does, and resets the container as it ends.
+      container_reset: such a client resets its container as it ends; False leaves its
+        variables on the ps tasks (what the reset saves: `experiments/cluster_search.py`).
     """
     job_name: str = ''
     task_index: int = 0
@@ -82,6 +84,7 @@ class ClusterConfig:
     linger_s: float = 0.0
     serve_clients: bool = False
     container: str = ''
+    container_reset: bool = True
 
     def __post_init__(self):
         if not self.job_name:
@@ -134,6 +137,8 @@ class ClusterConfig:
         errors.require(not self.container or _CONTAINER.match(self.container),
                        '--container=%r must be letters, digits, "." or "-", starting with '
                        'a letter, a digit or "."', self.container)
+        errors.require(self.container_reset or self.container,
+                       '--container_reset=false is for a client in a container (--container)')
 
     def straggler_delay_s(self, task_index, mode):
         """Seconds worker task_index is delayed each step in `mode` (0: not a straggler)."""
