@@ -15,7 +15,10 @@ setuptools.setup(
         # TensorFlow is an extra so that CPU machines take the much smaller CPU-only wheel.
         'cpu': ['tensorflow-cpu>=2.13'],
         'gpu': ['tensorflow[and-cuda]>=2.13'],
-        'test': ['pytest>=7'],
+        # TensorBoard reads --save_summaries_steps' events and a traced step's RunMetadata; the
+        # test extra has it so that tests/profiling/tensorboard_test.py reads them back with it.
+        'tensorboard': ['tensorboard>=2.13'],
+        'test': ['pytest>=7', 'tensorboard>=2.13'],
         # scikit-learn ships the 8x8 digits on disk: a small real data set (tfhp.data.digits).
         'digits': ['scikit-learn'],
         # --plot of the experiments and of `python -m tfhp.diagnose` (tfhp.plots); optional.

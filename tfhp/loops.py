@@ -66,6 +66,25 @@ def _extra_steps(sess, train_op, profile, log):
             log('  %10.3f  %s (%d ops)' % (cost.exec_micros / 1000.0, cost.name, cost.num_ops))
 
 
+def _trace_callback(sess, global_step, profile, writer, log):
+    """The `on_trace` of the timed loop: writes the traced step's files (--trace_file) and,
+    when summaries are written (`writer` not None), adds its RunMetadata to them; None when no
+    step is traced."""
+    if not profile.trace_file:
+        return None
+    callbacks = [capture.trace_writer(profile.trace_file, profile.trace_memory, log,
+                                      chrome=profile.use_chrome_trace_format)]
+    if writer is not None:
+        # TensorBoard shows per-node time and memory only from RunMetadata in its events.
+        callbacks.append(summaries.run_metadata_writer(writer,
+                                                       lambda: int(sess.run(global_step))))
+
+    def on_trace(step, run_metadata):
+        for callback in callbacks:
+            callback(step, run_metadata)
+    return on_trace
+
+
 def run_train(sess, built, cfg, log, evaluator=None):
     """Warm-up, then cfg.run.num_batches timed steps in chunks; between chunks checkpoints
     (--save_model_steps, and at the end) and evaluations (`evaluator`, every
@@ -95,9 +114,7 @@ def run_train(sess, built, cfg, log, evaluator=None):
         writer = tf.summary.FileWriter(run_cfg.train_dir, sess.graph)
         observers.append(summaries.observer(built.summary_op, ops.global_step, writer,
                                             profile.save_summaries_steps, images_per_step))
-    on_trace = (capture.trace_writer(profile.trace_file, profile.trace_memory, log,
-                                     chrome=profile.use_chrome_trace_format)
-                if profile.trace_file else None)
+    on_trace = _trace_callback(sess, ops.global_step, profile, writer, log)
     # Every fetch signature of the timed loop is run once here: the first run of a new
     # signature builds its executor, which must not be charged to a timed step.
     signatures = session_lib.step_fetches(ops.train_op, observers)

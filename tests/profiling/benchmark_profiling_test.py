@@ -13,6 +13,7 @@ from tfhp import config as config_lib
 from tfhp import session as session_lib
 from tfhp.profiling import analysis
 from tfhp.profiling import capture
+from tfhp.profiling import summaries
 
 
 def test_run_steps_calls_observers_and_traces_one_extra_step():
@@ -83,6 +84,22 @@ def test_summaries_every_n_steps(tmp_path, verbosity):
     # Timed steps 2 and 4, written at increasing global steps.
     for steps in tags.values():
         assert len(steps) == 2 and steps[0] < steps[1]
+
+
+def test_traced_step_run_metadata_goes_to_the_summaries(tmp_path):
+    with tf.Graph().as_default():
+        counter = tf.Variable(0, dtype=tf.int64)
+        with tf.Session() as sess:
+            sess.run(counter.initializer)
+            metadata = session_lib.run_traced(sess, counter.assign_add(1))[1]
+        writer = tf.summary.FileWriter(str(tmp_path))
+        summaries.run_metadata_writer(writer, lambda: 7)(3, metadata)
+        writer.close()
+    [path] = glob.glob(str(tmp_path / 'events.out.tfevents.*'))
+    [tagged] = [(event.step, event.tagged_run_metadata) for event in
+                tf.train.summary_iterator(path) if event.HasField('tagged_run_metadata')]
+    assert tagged[0] == 7 and tagged[1].tag == 'step_3'
+    assert tf.RunMetadata.FromString(tagged[1].run_metadata) == metadata
 
 
 @pytest.mark.parametrize('sections, flag', [

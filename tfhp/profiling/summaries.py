@@ -6,7 +6,9 @@ Verbosity (the meaning of tf_cnn_benchmarks' --summary_verbosity):
   2  also the global norm of the applied gradients and each variable's gradient norm;
   3  also a histogram of each variable's gradient.
 Summaries are fetched with the train op on every `save_summaries_steps`-th timed step, so those
-steps cost a little more (level 3 the most); measure with summaries off.
+steps cost a little more (level 3 the most); measure with summaries off. A traced step's
+RunMetadata goes to the same writer (`run_metadata_writer`), for TensorBoard's per-node compute
+time and memory in its Graphs tab.
 """
 import itertools
 
@@ -112,3 +114,28 @@ def observer(summary_op, global_step, writer, every, images_per_step):
         writer.add_summary(rate, values['global_step'])
     return session_lib.Observer(every, {'summary': summary_op, 'global_step': global_step},
                                 write)
+
+
+def run_metadata_tag(step):
+    """The tag a traced step's RunMetadata is written under: 'step_<step>' (the timed step it
+    was traced before, as --trace_step names it); TensorBoard lists it in the Graphs tab."""
+    return 'step_%d' % step
+
+
+def run_metadata_writer(writer, global_step):
+    """An `on_trace(step, run_metadata)` callback (see `tfhp.session.run_steps`) that adds the
+    traced step's RunMetadata to the summaries, under `run_metadata_tag(step)`.
+
+    TensorBoard reads the step stats (per-node compute time, memory) and the partition graphs
+    from it; the trace files of `tfhp.profiling.capture` hold the same proto.
+
+    Args:
+      writer: a `tf.summary.FileWriter`.
+      global_step: a no-argument callable returning the global step to file it at (the
+        traced step has already run: its value after that step).
+    Returns:
+      The callback.
+    """
+    def on_trace(step, run_metadata):
+        writer.add_run_metadata(run_metadata, run_metadata_tag(step), global_step())
+    return on_trace
