@@ -19,10 +19,15 @@ from tfhp import compression
 from tfhp import config as config_lib
 from tfhp import flag_help
 from tfhp.cluster import errors as cluster_errors
+from tfhp.config import slurm
+from tfhp.config import tf_config
 
 FLAGS = flags.FLAGS
 
 HELP_GROUPS = []  # (title, how many of this module's flags come before its first), for --help
+CLUSTER_RESOLVERS = ('auto', 'flags', 'tf_config', 'slurm')
+# The flags that say where this task is; a resolver that reads the environment refuses them.
+_TASK_FLAGS = ('job_name', 'task_index', 'ps_hosts', 'worker_hosts', 'controller_host')
 
 
 def _group(title):
@@ -207,8 +212,16 @@ flags.DEFINE_enum('image_dtype', 'float32', config_lib.IMAGE_DTYPES, 'Dtype of t
 flags.DEFINE_integer('batch_group_size', 1, 'tf_cnn_benchmarks\' batches per input '
                      'producer run; only 1.')
 _group('Cluster')
-# tfhp.cluster: this process as one task of a multi-process job. Without --job_name,
-# TF_CONFIG (as cluster managers set it) describes the cluster, if set.
+# tfhp.cluster: this process as one task of a multi-process job, described by the flags below,
+# TF_CONFIG (as cluster managers set it) or Slurm's environment (--cluster_resolver).
+flags.DEFINE_enum('cluster_resolver', 'auto', CLUSTER_RESOLVERS, 'Where this task finds its '
+                  'cluster: flags (--job_name, ...), tf_config (TF_CONFIG), slurm (srun\'s '
+                  'SLURM_* variables); auto: the flags if --job_name is given, else TF_CONFIG '
+                  'if set, else one process.')
+flags.DEFINE_integer('num_ps', 1, '--cluster_resolver=slurm: the first this many Slurm tasks '
+                     '(ranks) are ps tasks, the rest workers.')
+flags.DEFINE_integer('slurm_port_base', 8888, '--cluster_resolver=slurm: the port of the '
+                     'first task on each node; the node\'s next tasks take the next ports.')
 flags.DEFINE_enum('job_name', '', ('',) + config_lib.JOB_NAMES,
                   'This task\'s job: ps, worker or controller; empty: one process.')
 flags.DEFINE_integer('task_index', 0, 'This task\'s index in its job.')
@@ -273,15 +286,48 @@ def _section(cls, values, **overrides):
     return cls(**fields, **overrides)
 
 
-def _cluster_config(values, tf_config):
-    """The ClusterConfig of the cluster flags, or of TF_CONFIG when --job_name is not given."""
-    if values.job_name or not tf_config:
+def _resolver(values, environ):
+    """The cluster resolver this task uses: --cluster_resolver, or what 'auto' picks."""
+    resolver = values.cluster_resolver
+    given = [name for name in _TASK_FLAGS if values[name].present]
+    if resolver in ('tf_config', 'slurm') and given:
+        raise config_lib.ConfigError('--cluster_resolver=%s reads this task from the '
+                                     'environment; drop --%s' % (resolver, given[0]))
+    slurm_flags = [name for name in ('num_ps', 'slurm_port_base') if values[name].present]
+    if resolver != 'slurm' and slurm_flags:
+        raise config_lib.ConfigError('--%s applies to --cluster_resolver=slurm only'
+                                     % slurm_flags[0])
+    if resolver == 'tf_config' and not environ.get('TF_CONFIG'):
+        raise config_lib.ConfigError('--cluster_resolver=tf_config needs the TF_CONFIG '
+                                     'environment variable')
+    if resolver != 'auto':
+        return resolver
+    if values.job_name:
+        return 'flags'
+    if environ.get('TF_CONFIG'):
+        return 'tf_config'
+    # Slurm is never picked by itself: SLURM_PROCID is set in every step of an allocation,
+    # a batch script's one process included. But a step of several tasks each running the
+    # same one-process benchmark is a job left unsaid.
+    tasks = slurm.num_tasks(environ)
+    if tasks > 1:
+        raise config_lib.ConfigError('srun started %d tasks of this command: '
+                                     '--cluster_resolver=slurm makes them one job, '
+                                     '--cluster_resolver=flags runs each alone' % tasks)
+    return 'flags'
+
+
+def _cluster_config(values, environ):
+    """The ClusterConfig of the cluster flags, TF_CONFIG or Slurm's environment (_resolver)."""
+    resolver = _resolver(values, environ)
+    if resolver == 'flags':
         hosts = dict(job_name=values.job_name, task_index=values.task_index,
                      ps_hosts=tuple(values.ps_hosts), worker_hosts=tuple(values.worker_hosts),
                      controller_host=values.controller_host)
+    elif resolver == 'tf_config':
+        hosts = tf_config.cluster_fields(environ['TF_CONFIG'])
     else:
-        from tfhp.config import tf_config as tf_config_lib  # pylint: disable=g-import-not-at-top
-        hosts = tf_config_lib.cluster_fields(tf_config)
+        hosts = slurm.cluster_fields(environ, values.num_ps, values.slurm_port_base)
     try:
         stragglers = tuple(int(w) for w in values.straggler_workers)
     except ValueError:
@@ -290,12 +336,13 @@ def _cluster_config(values, tf_config):
     return _section(config_lib.ClusterConfig, values, straggler_workers=stragglers, **hosts)
 
 
-def config_from_flags(values, tf_config=''):
+def config_from_flags(values, environ=None):
     """Builds the BenchmarkConfig from parsed flag values (raises ConfigError if invalid).
 
     Args:
       values: parsed flags.
-      tf_config: the TF_CONFIG environment variable's value; used when --job_name is empty.
+      environ: the process environment, where TF_CONFIG and Slurm's variables are read
+        (--cluster_resolver); None: an empty one.
     """
     if values.num_epochs is not None and values['num_batches'].present:
         raise config_lib.ConfigError('--num_epochs and --num_batches both set the length of '
@@ -307,7 +354,7 @@ def config_from_flags(values, tf_config=''):
         replication=_section(config_lib.ReplicationConfig, values),
         run=_section(config_lib.RunConfig, values),
         profile=_section(config_lib.ProfileConfig, values),
-        cluster=_cluster_config(values, tf_config),
+        cluster=_cluster_config(values, environ or {}),
         data=_section(config_lib.DataConfig, values),
         staleness=_section(config_lib.StalenessConfig, values),
         precision=_section(config_lib.PrecisionConfig, values),
@@ -341,7 +388,8 @@ def runtime_environment(cfg, environ):
 
 
 def _is_cluster_task():
-    return bool(FLAGS.job_name or os.environ.get('TF_CONFIG'))
+    return bool(FLAGS.job_name or os.environ.get('TF_CONFIG') or
+                FLAGS.cluster_resolver == 'slurm')
 
 
 def main(argv):
@@ -354,7 +402,7 @@ def main(argv):
         print('tfhp: error: unexpected arguments: %s' % ' '.join(argv[1:]), file=sys.stderr)
         return 2
     try:
-        cfg = config_from_flags(FLAGS, os.environ.get('TF_CONFIG', ''))
+        cfg = config_from_flags(FLAGS, os.environ)
         config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)

@@ -108,7 +108,7 @@ def test_flags_and_tf_config_map_to_the_config():
         text = json.dumps({'cluster': {'worker': list(HOSTS['worker_hosts']),
                                        'ps': list(HOSTS['ps_hosts'])},
                            'task': {'type': 'ps', 'index': 0}})
-        cluster = cli.config_from_flags(cli.FLAGS, tf_config=text).cluster
+        cluster = cli.config_from_flags(cli.FLAGS, {'TF_CONFIG': text}).cluster
         assert (cluster.job_name, cluster.task_index, cluster.worker_hosts) == (
             'ps', 0, HOSTS['worker_hosts'])
     finally:

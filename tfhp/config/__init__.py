@@ -24,6 +24,8 @@ this build run NCHW) live in `tfhp.devices`.
   evaluation.py   EvalConfig (evaluation batches, evaluating while training, stopping at an
                   accuracy)
   benchmark.py    BenchmarkConfig, and the checks that span sections
+  tf_config.py    TF_CONFIG (a cluster manager's) read into ClusterConfig fields
+  slurm.py        the same fields from Slurm's environment, for tasks that srun starts
 
 Each section checks only its own fields; a check that reads two sections lives in
 benchmark.py. The names below are re-exported so that callers write `config_lib.ModelConfig`.
