@@ -10,8 +10,10 @@ loopback's memory speed, carries the parameters. Studies (--studies):
               gradients take turns (twice that); `*`: range apart from the same job on 1 ps.
   modes       parameter_server (1 and 2 ps) vs distributed_replicated vs collective all-reduce,
               synchronous, at one rate (--modes_rate); `*`: apart from parameter_server, 1 ps.
-  precision   float32 vs bfloat16 vs float16 gradient transfer (--precision_updates) at one
-              rate: time saved against bytes saved; `*`: apart from the same job in float32.
+  precision   gradients sent in float32 vs each scheme of --precision_schemes (default bfloat16,
+              float16; any --gradient_compression: sign, topk, randomk, ...) for each of
+              --precision_updates at one rate: time saved against bytes saved; `*`: apart
+              from the same job in float32.
   backup      one straggler (--straggler_delay_ms in its compute) and one backup worker
               (--replicas_to_aggregate = workers - 1), on loopback and on a shaped link;
               `*`: apart from every gradient awaited without a straggler at the same rate.
@@ -37,6 +39,7 @@ from experiments import frame
 from experiments import link_jobs
 from experiments import links_report
 from experiments import presets
+from tfhp import compression
 from tfhp import modes
 from tfhp.launcher import links
 
@@ -66,6 +69,9 @@ def define_flags():
     flags.DEFINE_integer('precision_workers', 2, 'precision: workers.')
     flags.DEFINE_list('precision_updates', ['parameter_server', 'collective_all_reduce'],
                       'precision: variable updates (%s).' % ', '.join(BETWEEN_GRAPH))
+    flags.DEFINE_list('precision_schemes', list(SCHEMES), 'precision: how gradients cross the '
+                      'links: float32, or a --gradient_compression scheme (%s).'
+                      % ', '.join(compression.names()[1:]))
     flags.DEFINE_string('backup_model', 'null_dense', 'backup: model.')
     flags.DEFINE_list('backup_rates', ['loopback', '1gbit'], 'backup: link rates.')
     flags.DEFINE_integer('backup_workers', 3, 'backup: workers (one of them the straggler).')
@@ -92,20 +98,32 @@ def modes_rows(model, rate, workers, steps, warmup_steps, names=tuple(presets.LI
             for w in workers for m in names]
 
 
-DTYPES = ('float32', 'bfloat16', 'float16')
+# How gradients cross the links (--precision_schemes' default): float32, or a
+# --gradient_compression scheme.
+SCHEMES = ('float32', 'bfloat16', 'float16')
 # The variable updates of a job of workers (--precision_updates' choices).
 BETWEEN_GRAPH = modes.names(lambda s: s.graph_per_worker)
 
 
-def precision_rows(model, rate, num_workers, updates, steps, warmup_steps):
-    """Measurements of each update with gradients sent in each dtype."""
-    return [_row({'study': 'precision', 'model': model, 'update': update, 'dtype': dtype,
-                  'label': '%s, %s' % (update, dtype)},
-                 0 if modes.strategy(update).worker_all_reduce else 1, num_workers,
-                 link_jobs.job_args(model, steps, warmup_steps, [
-                     '--variable_update=' + update, '--gradient_transfer_dtype=' + dtype]),
-                 rate)
-            for update in updates for dtype in DTYPES]
+def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schemes=SCHEMES):
+    """Measurements of each update with gradients sent in each scheme ('float32': as they are;
+    a scheme that cannot be summed is left out of the workers' all-reduce, which refuses it)."""
+    rows = []
+    for update in updates:
+        worker_all_reduce = modes.strategy(update).worker_all_reduce
+        for scheme in schemes:
+            compressor = compression.get(scheme if scheme != 'float32' else compression.NONE)
+            if worker_all_reduce and compressor and not compressor.summable:
+                continue
+            rows.append(_row(
+                {'study': 'precision', 'model': model, 'update': update, 'gradients': scheme,
+                 'label': '%s, %s' % (update, scheme)},
+                0 if worker_all_reduce else 1, num_workers,
+                link_jobs.job_args(model, steps, warmup_steps, [
+                    '--variable_update=' + update] + (
+                        ['--gradient_compression=' + scheme] if compressor else [])),
+                rate))
+    return rows
 
 
 def backup_configurations(num_workers, delay_ms):
@@ -142,7 +160,7 @@ def rows(studies):
                                     _ints(FLAGS.modes_workers), *steps, names=FLAGS.modes),
         'precision': lambda: precision_rows(FLAGS.precision_model, FLAGS.precision_rate,
                                             FLAGS.precision_workers, FLAGS.precision_updates,
-                                            *steps),
+                                            *steps, schemes=FLAGS.precision_schemes),
         'backup': lambda: backup_rows(FLAGS.backup_model, FLAGS.backup_rates,
                                       FLAGS.backup_workers, FLAGS.straggler_delay_ms, *steps),
     }
@@ -168,6 +186,8 @@ def _check_flags():
                                                    FLAGS.backup_model], link_jobs.MODELS)
     common.check_choices('modes', FLAGS.modes, presets.LINKS)
     common.check_choices('precision_updates', FLAGS.precision_updates, BETWEEN_GRAPH)
+    common.check_choices('precision_schemes', FLAGS.precision_schemes,
+                         ('float32',) + compression.names()[1:])
     if FLAGS.backup_workers < 2:
         raise app.UsageError('--backup_workers=%d: a backup needs at least 2 workers'
                              % FLAGS.backup_workers)

@@ -32,8 +32,8 @@ for mb in lenet:32:50 alexnet:16:20 resnet50:8:10; do
 done
 # Emulated links need root and iproute2 (the script says so and exits 2 without them).
 run links python -m experiments.links_study --repeats=2 --result_file="$OUT/links.jsonl" $(plot links)
-# The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
 run chaos python -m experiments.chaos --result_file="$OUT/chaos.jsonl" $(plot chaos)  # 20 minutes
+# The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
 if [ -n "${REFERENCE:-}" ]; then
   run vs_reference python -m experiments.vs_reference --reference="$REFERENCE" --result_file="$OUT/vs_reference.jsonl"
 fi

@@ -140,6 +140,6 @@ def test_modes_and_precision_run_a_tiny_job_each(tmp_path, available):
     assert record['worker_sent_mb']['median'] > 0
     precision = links_study.precision_rows('trivial', '200mbit', 2, ['parameter_server'], 2, 1)
     record = _tiny(precision, 1, tmp_path, 'precision')
-    assert record['dtype'] == 'bfloat16'
+    assert record['gradients'] == 'bfloat16'
     # The gradient goes up in 16 bits, the variables come down in 32.
     assert record['turns_ms'] == pytest.approx(1.5 * record['bound_ms'])
