@@ -13,9 +13,9 @@ it had (the one thing recovery must never do), and `checkpoint_went_back` whethe
 checkpoint ever moved back. Imports no TensorFlow.
 """
 import random
-import threading
 import time
 
+from tfhp.launcher import background
 from tfhp.launcher import progress_log
 from tfhp.launcher import recovery
 
@@ -23,7 +23,7 @@ LASTING = ('pause', 'link_down', 'slow_link')  # faults with a length; a kill ha
 _RETRY_S = 1.0
 
 
-class Chaos:
+class Chaos(background.Background):
     """Random faults into a running job, from a thread; use as a context manager around it.
 
     Args:
@@ -45,8 +45,7 @@ class Chaos:
         self._duration_s, self._count, self._factor = duration_s, count, factor
         self._random = random.Random(seed)
         self._round = []
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__()
 
     def plan(self):
         """The next fault's (wait in seconds, kind, task, for_s)."""
@@ -75,16 +74,9 @@ class Chaos:
                     return
             injected += 1
 
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._done.set()
-        self._thread.join(timeout=5)
 
 
-class Watch:
+class Watch(background.Background):
     """Samples (time.monotonic(), the chief's last global step, the latest checkpoint's step)
     every `every_s` from a thread while the job runs; use as a context manager around it.
 
@@ -94,8 +86,7 @@ class Watch:
 
     def __init__(self, progress_path, train_dir, every_s=0.2):
         self._progress_path, self._train_dir, self._every_s = progress_path, train_dir, every_s
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__()
         self.samples = []
 
     def _run(self):
@@ -129,11 +120,3 @@ class Watch:
             if entries and entries[0][0] < checkpoint:
                 behind.append((number, entries[0][0], checkpoint))
         return behind
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._done.set()
-        self._thread.join(timeout=5)

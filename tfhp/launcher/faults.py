@@ -21,6 +21,7 @@ import signal
 import threading
 import time
 
+from tfhp.launcher import background
 from tfhp.launcher import progress_log
 
 KINDS = ('kill', 'pause', 'link_down', 'slow_link')
@@ -193,7 +194,7 @@ class Injector:
         return lambda: network.set_rate(task, rate)
 
 
-class Schedule:
+class Schedule(background.Background):
     """Fires step-triggered faults (`parse`) through an injector, each once, when the chief's
     progress log reaches their global step; a thread polls it while the job runs.
 
@@ -203,8 +204,7 @@ class Schedule:
     def __init__(self, faults, injector, poll_s=0.05):
         self._pending = sorted(faults, key=lambda f: f.at_step)
         self._injector, self._poll_s = injector, poll_s
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__()
 
     def _run(self):
         while self._pending and not self._done.wait(self._poll_s):
@@ -214,11 +214,3 @@ class Schedule:
                 if not self._injector.inject(fault.kind, fault.task, fault.for_s, fault.factor):
                     break  # the task is not up (yet): try again at the next poll
                 self._pending.pop(0)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info):
-        self._done.set()
-        self._thread.join(timeout=5)
