@@ -245,8 +245,12 @@ def print_table(records, columns, reference=None):
 
 
 def write_records(records, result_file=None):
-    """Prints each record as one JSON line, and appends it to result_file if given."""
+    """Appends each record as one JSON line to result_file, and says how many; without one,
+    prints them (a record holds every repeat's run: pages of text beside the table)."""
     for record in records:
-        print(json.dumps(record, sort_keys=True))
         if result_file:
             timing.append_json(result_file, record)
+        else:
+            print(json.dumps(record, sort_keys=True))
+    if result_file and records:
+        print('%d record(s) appended to %s' % (len(records), result_file))
