@@ -18,6 +18,7 @@ import os
 import re
 import sys
 
+import numpy as np
 import pytest
 
 from tests import testing
@@ -113,6 +114,16 @@ def test_tools_and_tf_data_lines(tmp_path, capsys):
     assert any(name.startswith('partition_job_localhost') for name in written)
 
 
+def test_batch_group_size_line_reads_groups_of_batches(tmp_path, capsys):
+    """--batch_group_size=2 on RecordInput data: its steps count one batch each."""
+    args = ['--model=trivial', '--data_dir=' + _shapes_dir(str(tmp_path)),
+            '--batch_group_size=2', '--image_size=16'] + TINY[1:] + ['--num_batches=3']
+    status, out, err = _in_process(args, capsys)
+    _assert_result_line(status, out, err)
+    losses = [float(v) for v in re.findall(r'^step \d+\s.*loss: (\S+)$', out, re.M)]
+    assert len(losses) == 3 and all(np.isfinite(losses)), out
+
+
 # The lines run as `python -m tfhp`: (the line, the flags appended here).
 SUBPROCESS = {
     # TensorFlow's "optimizing for CPU" guide (its --data_dir dropped: synthetic data).
@@ -159,7 +170,8 @@ def test_xla_compile_line_runs_or_is_refused_by_the_probe(started):
      '--all_reduce_spec=nccl'),
     ('--model=resnet50 --variable_update=replicated --variable_consistency=relaxed',
      '--variable_consistency=relaxed'),
-    ('--model=resnet50 --batch_group_size=4', '--batch_group_size=4'),
+    ('--model=resnet50 --data_dir=/no/such/dir --use_datasets --batch_group_size=4',
+     '--batch_group_size=4'),
 ])
 def test_lines_that_cannot_work_here_exit_2_naming_the_flag(line, flag, capsys):
     status, out, err = _in_process(line.split(), capsys)

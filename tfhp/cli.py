@@ -210,7 +210,8 @@ flags.DEFINE_boolean('input_only', False, 'Time the input pipeline alone, withou
 flags.DEFINE_enum('image_dtype', 'float32', config_lib.IMAGE_DTYPES, 'Dtype of the images '
                   'staged onto the devices; the model casts them to its compute dtype.')
 flags.DEFINE_integer('batch_group_size', 1, 'tf_cnn_benchmarks\' batches per input '
-                     'producer run; only 1.')
+                     'producer run: RecordInput reads and preprocesses this many steps\' '
+                     'batches at once, every so many steps (synthetic data ignores it).')
 _group('Cluster')
 # tfhp.cluster: this process as one task of a multi-process job, described by the flags below,
 # TF_CONFIG (as cluster managers set it) or Slurm's environment (--cluster_resolver).

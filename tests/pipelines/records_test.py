@@ -73,29 +73,43 @@ def _flat_linear_model(images, labels):
         labels=labels, logits=logits)), logits
 
 
-def _train(data_dir, staged, num_steps=4):
+def _train(data_dir, staged, num_steps=4, group_size=1, skip_corrupt=False):
     topo = topology_lib.Topology.local('cpu', 1)
     with tf.Graph().as_default():
         # One reader thread, a buffer holding a whole epoch and no random augmentation: the
         # same records in the same order (a smaller buffer's order depends on timing).
         pipe = _pipeline(data_dir, parallelism=1, buffer_size=100, crop_flip=False,
-                         staged=staged)
+                         staged=staged, group_size=group_size, skip_corrupt=skip_corrupt)
         manager = replication.make_variable_manager(ReplicationConfig(), topo)
         ops = step.build_train_step(pipe, _flat_linear_model, manager,
                                     lambda: tf.train.GradientDescentOptimizer(0.1), topo)
+        reads = [op.get_attr('batch_size') for op in tf.get_default_graph().get_operations()
+                 if op.type == 'RecordInput']
         with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
             session_lib.warm_up(sess, ops.warmup_ops)
             losses = [sess.run([ops.loss, ops.train_op])[0] for _ in range(num_steps)]
-            return losses, sess.run(tf.trainable_variables()[0])
+            return losses, sess.run(tf.trainable_variables()[0]), reads
 
 
 def test_pipelined_training_equals_unpipelined_training(data_dir):
-    staged_losses, staged_weights = _train(data_dir, staged=True)
-    plain_losses, plain_weights = _train(data_dir, staged=False)
+    staged_losses, staged_weights, _ = _train(data_dir, staged=True)
+    plain_losses, plain_weights, _ = _train(data_dir, staged=False)
     np.testing.assert_allclose(staged_losses, plain_losses, rtol=1e-5)
     np.testing.assert_allclose(staged_weights, plain_weights, atol=1e-5)
     assert staged_losses[0] == pytest.approx(np.log(shapes.NUM_CLASSES), rel=1e-6)
+
+
+@pytest.mark.parametrize('skip_corrupt', [False, True])
+def test_grouped_batches_train_as_one_batch_at_a_time(data_dir, skip_corrupt):
+    # --batch_group_size=3: one read of 3 batches' records every 3 steps, the same steps.
+    grouped_losses, grouped_weights, grouped_reads = _train(
+        data_dir, staged=True, num_steps=6, group_size=3, skip_corrupt=skip_corrupt)
+    single_losses, single_weights, single_reads = _train(data_dir, staged=True, num_steps=6)
+    assert (grouped_reads, single_reads) == ([12], [4])
+    np.testing.assert_allclose(grouped_losses, single_losses, rtol=1e-5)
+    np.testing.assert_allclose(grouped_weights, single_weights, atol=1e-5)
+    assert len(set(np.round(single_losses, 5))) == 6  # the data did change every step
 
 
 def test_corrupt_records_fail_the_step_unless_skipped_and_counted(tmp_path):

@@ -53,6 +53,31 @@ def test_warm_up_leaves_one_set_per_buffer_and_steps_lag_by_the_depth():
             assert sess.run(counter) == 6
 
 
+def test_a_grouped_chain_runs_each_stage_once_per_group_in_the_same_order():
+    with tf.Graph().as_default():
+        counter = tf.Variable(0, trainable=False, name='counter')
+
+        def read():  # one run reads a group: 10k, 10k + 1, 10k + 2
+            return [Group('/cpu:0', counter.assign_add(1) * 10 + tf.range(3))]
+
+        def preprocess(nests):
+            with tf.device('/cpu:0'):
+                return [Group('/cpu:1', [nests[0][s] for s in range(3)])]
+
+        chain = software_pipeline.chain([read, preprocess], group_size=3)
+        assert chain.drain_ops == []
+        with tf.Session(config=session_lib.config_proto(num_cpu_devices=2)) as sess:
+            sess.run([counter.initializer, tf.local_variables_initializer()])
+            session_lib.warm_up(sess, chain.warmup_ops)
+            assert sess.run(chain.sizes) == [[0], [3]]
+            seen = [sess.run([chain.outputs[0], chain.put_ops])[0] for _ in range(7)]
+            assert seen == [10, 11, 12, 20, 21, 22, 30]
+            # The source ran once per group of 3 steps (runs 0, 3, 6 of 9), and step 7's
+            # group is in the last buffer.
+            assert sess.run(counter) == 3
+            assert sess.run(chain.sizes) == [[0], [2]]
+
+
 def test_doubled_warm_up_fails_naming_the_buffer():
     with tf.Graph().as_default():
         counter, chain = _two_stage_chain(staged=True)

@@ -45,8 +45,10 @@ class DataConfig:
       input_only: time the input pipeline alone (no model).
       image_dtype: dtype of the images the pipeline stages onto the devices (16-bit halves the
         bytes staged and copied); the model casts them to its compute dtype.
-      batch_group_size: tf_cnn_benchmarks' batches per run of its input producer; tfhp's
-        pipelines stage one batch per step (software_pipeline), so only 1 is accepted.
+      batch_group_size: tf_cnn_benchmarks' batches per run of its input producer: the
+        RecordInput pipeline reads and preprocesses this many steps' batches at once, once
+        every so many steps (`software_pipeline.chain`'s groups). Synthetic data has no
+        producer (its batches stay on the devices), so it takes any value and ignores it.
     """
     data_dir: Optional[str] = None
     data_name: Optional[str] = None
@@ -77,10 +79,15 @@ class DataConfig:
         errors.require(not (self.datasets_repeat_cached_sample and self.skip_corrupt_records),
                        '--datasets_repeat_cached_sample repeats one record; '
                        '--skip_corrupt_records does not apply')
-        errors.require(self.batch_group_size == 1,
-                       '--batch_group_size=%d: tfhp stages one batch per step through its '
-                       'software pipeline (--staged_input); only 1 is accepted',
-                       self.batch_group_size)
+        errors.require_at_least(self, 1, 'batch_group_size')
+        grouped = self.batch_group_size > 1 and self.data_dir
+        errors.require(not (grouped and self.use_datasets),
+                       '--batch_group_size=%d groups the RecordInput pipeline\'s batches; '
+                       'tf.data (--use_datasets) batches and prefetches on its own threads: '
+                       'use --datasets_prefetch_buffer_size', self.batch_group_size)
+        errors.require(not (grouped and not self.staged_input),
+                       '--batch_group_size=%d puts a group of batches into staging areas; it '
+                       'needs --staged_input', self.batch_group_size)
         errors.require(self.data_dir or self.data_name in (None,) + tuple(data_info.STAND_INS),
                        '--data_name=%s needs --data_dir: synthetic data stands in only for %s',
                        self.data_name, ' or '.join(sorted(data_info.STAND_INS)))

@@ -36,6 +36,84 @@ def host_of(device):
     return spec.replace(device_type='CPU', device_index=0).to_string()
 
 
+class Area:
+    """One staging area, known by its shared name: its ops are built where they are called.
+
+    `stage` builds a put and a get side by side. A software pipeline whose stages run only in
+    some steps (`software_pipeline.chain(group_size=...)`) builds its puts and gets inside a
+    `tf.cond` branch and reads the size outside it; every op finds the same area by its shared
+    name on `device`.
+
+    Args:
+      tensors: a nest of tensors with fully defined static shapes: the structure, dtypes and
+        shapes of one set the area holds.
+      device: device string of the area.
+      name: base of the area's shared name (made unique in the graph).
+      capacity: most sets the area may hold; a put into a full area fails.
+      fill_hint: what the error of a get from the empty area tells the user to run first.
+    Raises:
+      ValueError: a tensor's shape is not fully defined (the consumer needs static shapes).
+    """
+
+    def __init__(self, tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY,
+                 fill_hint='run the warm-up before the first step'):
+        flat = tf.nest.flatten(tensors)
+        for t in flat:
+            if not t.shape.is_fully_defined():
+                raise ValueError('staging area %r: tensor %s has shape %s; staged tensors need '
+                                 'a fully defined shape' % (name, t.name, t.shape))
+        self._structure = tensors
+        self._shapes = [t.shape for t in flat]
+        self._device = device
+        self._capacity = capacity
+        self._fill_hint = fill_hint
+        self.name = tf.get_default_graph().unique_name(name, mark_as_used=True)
+        self._area = dict(dtypes=[t.dtype for t in flat], capacity=capacity,
+                          shared_name=self.name)
+
+    def size(self):
+        """An int32 scalar: how many sets the area holds now."""
+        with tf.device(self._device):
+            return tf.raw_ops.StageSize(**self._area, name='size')
+
+    def put(self, sets):
+        """An op putting each nest of `sets` (the area's structure) in order, each put checked
+        for room first."""
+        put_op = None
+        for tensors in sets:
+            with tf.control_dependencies([put_op] if put_op is not None else []):
+                with tf.device(host_of(self._device)):
+                    room = tf.debugging.Assert(
+                        self.size() < self._capacity,
+                        ['staging area %s already holds %d sets: a put would block (the '
+                         'warm-up ran more often than the pipeline is deep?)'
+                         % (self.name, self._capacity)], name='check_room')
+            with tf.device(self._device), tf.control_dependencies([room]):
+                put_op = tf.raw_ops.Stage(values=tf.nest.flatten(tensors),
+                                          capacity=self._capacity, shared_name=self.name,
+                                          name='put')
+        return put_op
+
+    def get(self):
+        """The oldest set (a nest of the area's structure), checked to be there first."""
+        with tf.device(host_of(self._device)):
+            filled = tf.debugging.Assert(
+                self.size() > 0,
+                ['staging area %s is empty: a get would block (%s)'
+                 % (self.name, self._fill_hint)], name='check_filled')
+        with tf.device(self._device), tf.control_dependencies([filled]):
+            got = tf.raw_ops.Unstage(**self._area, name='get')
+        got = list(got) if isinstance(got, (list, tuple)) else [got]
+        for out, shape in zip(got, self._shapes):
+            out.set_shape(shape)
+        return tf.nest.pack_sequence_as(self._structure, got)
+
+    def clear(self):
+        """An op emptying the area."""
+        with tf.device(self._device):
+            return tf.raw_ops.StageClear(**self._area, name='clear')
+
+
 def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY,
           fill_hint='run the warm-up before the first step'):
     """Builds a staging area on `device` fed with `tensors`.
@@ -51,36 +129,10 @@ def stage(tensors, device, name='staging_area', capacity=DEFAULT_CAPACITY,
     Raises:
       ValueError: a tensor's shape is not fully defined (the consumer needs static shapes).
     """
-    flat = tf.nest.flatten(tensors)
-    for t in flat:
-        if not t.shape.is_fully_defined():
-            raise ValueError('staging area %r: tensor %s has shape %s; staged tensors need a '
-                             'fully defined shape' % (name, t.name, t.shape))
-    dtypes = [t.dtype for t in flat]
-    shared_name = tf.get_default_graph().unique_name(name, mark_as_used=True)
-    area = dict(dtypes=dtypes, capacity=capacity, shared_name=shared_name)
-    with tf.name_scope(shared_name):
-        with tf.device(device):
-            size = tf.raw_ops.StageSize(**area, name='size')
-        with tf.device(host_of(device)):
-            room = tf.debugging.Assert(
-                size < capacity,
-                ['staging area %s already holds %d sets: a put would block (the warm-up ran '
-                 'more often than the pipeline is deep?)' % (shared_name, capacity)],
-                name='check_room')
-            filled = tf.debugging.Assert(
-                size > 0,
-                ['staging area %s is empty: a get would block (%s)' % (shared_name, fill_hint)],
-                name='check_filled')
-        with tf.device(device):
-            with tf.control_dependencies([room]):
-                put_op = tf.raw_ops.Stage(values=flat, capacity=capacity,
-                                          shared_name=shared_name, name='put')
-            with tf.control_dependencies([filled]):
-                got = tf.raw_ops.Unstage(**area, name='get')
-            clear_op = tf.raw_ops.StageClear(**area, name='clear')
-    got = list(got) if isinstance(got, (list, tuple)) else [got]
-    for out, source in zip(got, flat):
-        out.set_shape(source.shape)
-    return Staged(put_op=put_op, outputs=tf.nest.pack_sequence_as(tensors, got), size=size,
-                  clear_op=clear_op, name=shared_name)
+    area = Area(tensors, device, name, capacity, fill_hint)
+    with tf.name_scope(area.name):
+        put_op = area.put([tensors])
+        outputs = area.get()
+        size = area.size()
+        clear_op = area.clear()
+    return Staged(put_op=put_op, outputs=outputs, size=size, clear_op=clear_op, name=area.name)

@@ -59,6 +59,7 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
     return records.RecordsPipeline(
         pattern, batch_size, image_size, num_classes,
         parallelism=data_config.record_input_parallelism,
+        group_size=data_config.batch_group_size,
         buffer_size=data_config.record_input_buffer_size,
         shift_ratio=(data_config.record_input_shift_ratio if shift_ratio is None else
                      shift_ratio), **common)

@@ -10,6 +10,9 @@
 
 With `staged=True` one `session.run` of the train op reads step k+2, preprocesses step k+1 and
 computes step k; the warm-up (two prefixes, see `software_pipeline`) fills S1 and S2 first.
+With `group_size=G` (--batch_group_size) A reads G global batches at once and B preprocesses
+them and puts G batches into each tower's S2, each once every G steps
+(`software_pipeline.chain`'s groups); the towers still take one batch per step.
 With `staged=False` A, B and C run one after another on the same batch every step.
 
 Corrupt records (not an Example, bytes that are not a JPEG, a label out of range) fail the step
@@ -60,6 +63,7 @@ class RecordsPipeline(base.Pipeline):
       parallelism, buffer_size, shift_ratio, seed: RecordInput settings (`record_input.read`).
       staged: software-pipeline the stages (True) or run them in sequence.
       skip_corrupt: skip and count corrupt records instead of failing.
+      group_size: steps read and preprocessed at once (staged only).
       data_name: the data set's name; 'cifar10' selects the CIFAR-10 preprocessing
         (`preprocessing.example_fn`).
     Raises:
@@ -70,7 +74,7 @@ class RecordsPipeline(base.Pipeline):
     def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
                  data_format='NHWC', dtype=tf.float32, distortions=False, crop_flip=True,
                  parallelism=16, buffer_size=10000, shift_ratio=0.0, seed=301, staged=True,
-                 skip_corrupt=False, data_name=None):
+                 skip_corrupt=False, data_name=None, group_size=1):
         self.files = record_input.list_files(file_pattern)
         if skip_corrupt:
             # A cut-short file would fail every step once a reader reaches it: refuse it now
@@ -85,9 +89,10 @@ class RecordsPipeline(base.Pipeline):
                             shift_ratio=shift_ratio, seed=seed)
         self._staged = staged
         self._skip_corrupt = skip_corrupt
+        self._group_size = group_size
 
-    def _preprocess(self, records, num_towers):
-        """Per-record ops, then one parallel_stack per tower; returns [(images, labels)]."""
+    def _preprocess(self, records, num_batches):
+        """Per-record ops, then one parallel_stack per batch; returns [(images, labels)]."""
         examples, valid = [], []
         for i, record in enumerate(batching.split(records)):
             with tf.name_scope('record_%d' % i):
@@ -97,34 +102,37 @@ class RecordsPipeline(base.Pipeline):
                 else:
                     example = self._example_fn(record)
                 examples.append(example)
-        towers = batching.stack_towers(examples, num_towers)
+        batches = batching.stack_towers(examples, num_batches)
         if not self._skip_corrupt:
-            return towers
+            return batches
         counter = preprocessing.skipped_records_counter()
-        valid = tf.reshape(tf.stack(valid), [num_towers, self._batch_size])
+        valid = tf.reshape(tf.stack(valid), [num_batches, self._batch_size])
         count = counter.assign_add(tf.reduce_sum(tf.cast(tf.logical_not(valid), tf.int64)))
         with tf.control_dependencies([count]):
-            return [fill_invalid(batch, valid[t]) for t, batch in enumerate(towers)]
+            return [fill_invalid(batch, valid[b]) for b, batch in enumerate(batches)]
 
     def chain(self, topology):
         """Builds the stages for `topology`; returns the `software_pipeline.Chain`, whose
         `sizes` show what S1 and each tower's S2 hold (e.g. while warming up by hand)."""
-        host = topology.input_device
+        host, num_towers, group = topology.input_device, topology.num_towers, self._group_size
 
         def read():
             with tf.device(host), tf.name_scope(scopes.INPUT):
                 records = record_input.read(self._pattern,
-                                            self._batch_size * topology.num_towers,
+                                            self._batch_size * num_towers * group,
                                             **self._reader)
             return [software_pipeline.Group(host, records)]
 
         def preprocess(nests):
             with tf.device(host), tf.name_scope(scopes.PREPROCESS):
-                towers = self._preprocess(nests[0], topology.num_towers)
-            return [software_pipeline.Group(device, towers[t])
+                # batches[s * num_towers + t]: step s of the group, tower t.
+                batches = self._preprocess(nests[0], num_towers * group)
+            return [software_pipeline.Group(
+                device, batches[t] if group == 1 else batches[t::num_towers])
                     for t, device in enumerate(topology.tower_devices)]
 
-        return software_pipeline.chain([read, preprocess], staged=self._staged, name='records')
+        return software_pipeline.chain([read, preprocess], staged=self._staged, name='records',
+                                       group_size=group)
 
     def tower_batches(self, topology):
         """See base class: two warm-up prefixes when staged, none otherwise."""

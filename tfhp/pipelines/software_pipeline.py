@@ -27,6 +27,17 @@ Protocol (what `Chain` returns and the caller must follow):
 With `staged=False` the stages are chained directly (no buffers, nothing to warm up): one
 `session.run` runs A, B and C one after another on the same data, the reference the pipelined
 step is measured against.
+
+Groups of steps (`group_size=G > 1`, tf_cnn_benchmarks' --batch_group_size): each stage runs
+once every G runs and handles G steps' data at once, so its per-run overhead (an op launch, a
+RecordInput read, a stack) is paid once per G steps. Stage i's puts sit in a `tf.cond` on a
+counter of its own and run at the runs r (counted from the first warm-up run, 0) with
+(r - i) mod G == 0; the last stage returns, per group, a list of G nests, put one after
+another into its buffer, from which the consumer still takes one set per step. The warm-up is
+the same prefixes; afterwards the earlier buffers hold one group or none and the last holds G
+sets (up to G + 1 while a step runs). Step k still sees the data of the source's k-th set (in
+order within a group), so the consumer computes what it computes with G = 1. A grouped chain
+has no drain ops (its buffers hold up to G sets, not one).
 """
 import collections
 
@@ -51,7 +62,7 @@ Group = collections.namedtuple('Group', [
 ])
 
 
-def chain(stages, staged=True, name='pipeline'):
+def chain(stages, staged=True, name='pipeline', group_size=1):
     """Builds stages, each followed by one buffer, and returns the protocol's ops.
 
     Args:
@@ -61,10 +72,19 @@ def chain(stages, staged=True, name='pipeline'):
         staging area on its device. A stage builds its own ops under its own name scopes.
       staged: put a buffer after every stage (True) or chain the stages directly (False).
       name: prefix of the staging areas' names.
+      group_size: steps each stage handles per run (see the module docstring); with more
+        than 1 the last stage's `Group.tensors` is a list of group_size nests, and `staged`
+        must be True.
     Returns:
       A `Chain`. When `staged` is False its op lists are empty and `outputs` are the last
       stage's tensors.
+    Raises:
+      ValueError: group_size > 1 without staging (nothing would hold the group's sets).
     """
+    if group_size > 1:
+        if not staged:
+            raise ValueError('a group of %d steps needs staging areas to hold it' % group_size)
+        return _grouped_chain(stages, group_size, name)
     outputs, put_ops, sizes, names, clears = None, [], [], [], []
     for index, stage_fn in enumerate(stages):
         groups = stage_fn() if index == 0 else stage_fn(outputs)
@@ -85,6 +105,47 @@ def chain(stages, staged=True, name='pipeline'):
     return Chain(outputs=outputs, put_ops=put_ops, warmup_ops=list(put_ops),
                  drain_ops=[put_ops[k + 1:] for k in range(len(put_ops))],
                  sizes=sizes, names=names, clear_op=tf.group(*clears, name='clear_%s' % name))
+
+
+def _grouped_chain(stages, group_size, name):
+    """`chain` with each stage run once every group_size runs (see the module docstring)."""
+    areas, put_ops = [], []  # areas[i] = the staging.Area of each group of stage i
+    last = len(stages) - 1
+    for index, stage_fn in enumerate(stages):
+
+        def run_stage(index=index, stage_fn=stage_fn):
+            groups = (stage_fn() if index == 0 else
+                      stage_fn([area.get() for area in areas[index - 1]]))
+            made, puts = [], []
+            for g, group in enumerate(groups):
+                sets = group.tensors if index == last else [group.tensors]
+                # The last area takes a group's sets while the consumer takes its last set.
+                area = staging.Area(sets[0], group.device, name='%s_s%d_%d' % (name, index + 1, g),
+                                    capacity=group_size + 1 if index == last else
+                                    staging.DEFAULT_CAPACITY)
+                puts.append(area.put(sets))
+                made.append(area)
+            areas.append(made)
+            return tf.group(*puts)
+
+        with tf.name_scope(scopes.STAGING):
+            runs = tf.Variable(0, dtype=tf.int64, trainable=False,
+                               collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                               name='%s_runs_s%d' % (name, index + 1))
+            this_run = runs.assign_add(1) - 1
+            # Ops built in a branch run only when it is taken: the stage's reads, its work and
+            # its puts, so a group's whole cost falls in one run of G.
+            taken = tf.cond(tf.equal(this_run % group_size, 0), run_stage, tf.no_op,
+                            name='group_s%d' % (index + 1))
+            put_ops.append(tf.group(taken, name='put_s%d' % (index + 1)))
+    with tf.name_scope(scopes.STAGING):
+        sizes = [[area.size() for area in made] for made in areas]
+        clear_op = tf.group(*[area.clear() for made in areas for area in made],
+                            name='clear_%s' % name)
+        outputs = [area.get() for area in areas[last]]
+    return Chain(outputs=outputs, put_ops=put_ops, warmup_ops=list(put_ops), drain_ops=[],
+                 sizes=sizes, names=[[area.name for area in made] for made in areas],
+                 clear_op=clear_op)
 
 
 def sizes_by_name(chain):
