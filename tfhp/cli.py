@@ -18,6 +18,7 @@ from absl import flags
 from tfhp import compression
 from tfhp import config as config_lib
 from tfhp import flag_help
+from tfhp import modes
 from tfhp.cluster import errors as cluster_errors
 from tfhp.config import slurm
 from tfhp.config import tf_config
@@ -230,7 +231,8 @@ flags.DEFINE_list('ps_hosts', [], 'Comma-separated host:port of the ps tasks.')
 flags.DEFINE_list('worker_hosts', [], 'Comma-separated host:port of the worker tasks.')
 flags.DEFINE_string('controller_host', '', 'host:port of the in-graph client, if not worker 0.')
 flags.DEFINE_enum('graph_mode', 'between_graph', config_lib.GRAPH_MODES,
-                  'A graph per worker, or one client building towers on every worker.')
+                  'A graph per worker, or one client building towers on every worker '
+                  '(distributed_all_reduce implies in_graph).')
 flags.DEFINE_boolean('cross_replica_sync', True,
                      'Synchronous steps; false: every worker (or replica) applies alone.')
 flags.DEFINE_integer('replicas_to_aggregate', None, 'Gradients per synchronous step; fewer '
@@ -334,7 +336,13 @@ def _cluster_config(values, environ):
     except ValueError:
         raise config_lib.ConfigError('--straggler_workers must list worker indices, got %r'
                                      % ','.join(values.straggler_workers)) from None
-    return _section(config_lib.ClusterConfig, values, straggler_workers=stragglers, **hosts)
+    # A strategy that names its graph mode (tf_cnn_benchmarks' distributed_all_reduce) sets it
+    # unless --graph_mode says otherwise.
+    implied = modes.strategy(values.variable_update).graph_mode
+    graph_mode = (implied if implied and not values['graph_mode'].present else
+                  values.graph_mode)
+    return _section(config_lib.ClusterConfig, values, straggler_workers=stragglers,
+                    graph_mode=graph_mode, **hosts)
 
 
 def config_from_flags(values, environ=None):

@@ -69,6 +69,8 @@ class Strategy:
         own (--ps_pipeline_bytes): its workers keep copies for the pulls to fill.
       aggregates: the replicas' gradients are combined into one update (False: each replica
         trains alone, the upper bound of scaling with no communication).
+      graph_mode: the graph mode a cluster job of this strategy runs in when --graph_mode is
+        left out ('': the flag's default, between_graph).
       doc: one line for --help and the docs.
     """
     name: str
@@ -85,6 +87,7 @@ class Strategy:
     staleness: bool = False
     pipelines: bool = False
     aggregates: bool = True
+    graph_mode: str = ''
     doc: str = ''
 
     def runs_in(self, mode):
@@ -105,6 +108,13 @@ STRATEGIES = {s.name: s for s in (
     Strategy('distributed_replicated', one_graph=False, graph_per_worker=True,
              needs_cluster=True, uses_ps=True, asynchronous=True, spares=True,
              pipelines=True, doc='a local copy per worker, master copies on the ps tasks'),
+    # tf_cnn_benchmarks' name for replicated across a cluster's workers in one graph, which its
+    # command lines give without a graph mode: the row implies it.
+    Strategy('distributed_all_reduce', one_graph=True, graph_per_worker=False,
+             needs_cluster=True, tower_all_reduce=True, graph_mode=IN_GRAPH,
+             doc='replicated across the workers in one graph (tf_cnn_benchmarks\' name): one '
+                 'client (--controller_host, else worker 0) all-reduces every tower\'s '
+                 'gradients (--all_reduce_spec); implies --graph_mode=in_graph'),
     Strategy('collective_all_reduce', one_graph=False, graph_per_worker=True,
              needs_cluster=True, worker_all_reduce=True,
              doc='every worker holds the variables; gradients all-reduced among the workers'),

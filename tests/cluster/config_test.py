@@ -115,6 +115,27 @@ def test_flags_and_tf_config_map_to_the_config():
         cli.FLAGS.unparse_flags()
 
 
+def _flags_config(*args):
+    cli.FLAGS.unparse_flags()
+    cli.FLAGS(['tfhp'] + list(args))
+    try:
+        return cli.config_from_flags(cli.FLAGS)
+    finally:
+        cli.FLAGS.unparse_flags()
+
+
+def test_distributed_all_reduce_is_in_graph_unless_the_flag_says_otherwise():
+    """tf_cnn_benchmarks' --variable_update=distributed_all_reduce with a controller: its
+    command line names no graph mode; the strategy's row implies in_graph."""
+    line = ['--job_name=controller', '--worker_hosts=127.0.0.1:2001,127.0.0.1:2002',
+            '--controller_host=127.0.0.1:2003', '--variable_update=distributed_all_reduce',
+            '--all_reduce_spec=xring']
+    cfg = _flags_config(*line)
+    assert cfg.cluster.mode.name == 'in_graph' and cfg.replication.strategy.tower_all_reduce
+    with pytest.raises(config_lib.ConfigError, match='--graph_mode=in_graph'):
+        _flags_config(*line, '--graph_mode=between_graph')
+
+
 @pytest.mark.parametrize('use_datasets, expected', [(False, 2 * 3), (True, 0)])
 def test_a_task_server_sizes_its_inter_op_pool_as_a_local_run_does(monkeypatch, use_datasets,
                                                                    expected):

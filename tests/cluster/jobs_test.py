@@ -88,6 +88,19 @@ def test_in_graph_replication_across_the_cluster(tmp_path, sync):
     assert client['task'] == 'worker 0' and client['images_per_sec'] > 0
 
 
+def test_distributed_all_reduce_with_a_controller(tmp_path):
+    """tf_cnn_benchmarks' in-graph all-reduce line: a controller builds a tower on each of 2
+    workers (no ps) and all-reduces their gradients with --all_reduce_spec."""
+    status, summary, output = _launch(
+        tmp_path, 0, 2, '--variable_update=distributed_all_reduce', '--all_reduce_spec=xring',
+        '--num_batches=5', launcher_args=['--controller'])
+    _clean(status, summary, output)
+    (client,) = summary['tasks']
+    assert client['task'] == 'controller 0' and client['images_per_sec'] > 0
+    assert client['global_step'] == 2 + 5
+    assert 'devices: 2' in output
+
+
 def test_spare_replica_absorbs_a_straggler(tmp_path):
     """3 workers, one slowed by 200 ms per step: with R=3 every step waits for it (at most 5
     global steps a second); with R=2 the others step on without it, well above that."""

@@ -158,6 +158,8 @@ def _collective_all_reduce(topology, cluster, compressor, remedies):
 ONE_GRAPH = {
     'parameter_server': _parameter_server,
     'replicated': _replicated,
+    # In one graph across a cluster it is replicated: the topology holds every worker's towers.
+    'distributed_all_reduce': _replicated,
     'independent': _independent,
 }
 GRAPH_PER_WORKER = {
