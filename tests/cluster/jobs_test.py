@@ -101,6 +101,18 @@ def test_distributed_all_reduce_with_a_controller(tmp_path):
     assert 'devices: 2' in output
 
 
+def test_forward_only_across_the_cluster(tmp_path):
+    """Inference on 1 ps + 2 workers: the in-graph client runs a forward-only tower on each
+    worker against the ps's variables, trains nothing and reports images/sec."""
+    status, summary, output = _launch(tmp_path, 1, 2, '--forward_only', '--graph_mode=in_graph',
+                                      '--num_batches=5')
+    _clean(status, summary, output)
+    (client,) = summary['tasks']
+    assert client['task'] == 'worker 0' and client['images_per_sec'] > 0
+    assert client['num_steps'] == 5 and 'devices: 2' in output
+    assert summary['cluster_images_per_sec'] > 0
+
+
 def test_spare_replica_absorbs_a_straggler(tmp_path):
     """3 workers, one slowed by 200 ms per step: with R=3 every step waits for it (at most 5
     global steps a second); with R=2 the others step on without it, well above that."""

@@ -92,10 +92,14 @@ def _check_cluster(cfg):
         return
     # A client in a container runs the one-process runner, and the ps tasks serving such
     # clients (which get the same flags from tfhp.search) build nothing.
-    for flag, used in (('--eval', cfg.run.eval), ('--forward_only', cfg.run.forward_only),
+    for flag, used in (('--eval', cfg.run.eval),
                        ('--eval_during_training_*', cfg.evaluation.during_training)):
         errors.require(not used or cluster.container or cluster.serve_clients,
                        '%s runs in one process; drop --job_name', flag)
+    # Inference across a cluster is the one-process runner's, driven by the in-graph client.
+    errors.require(not cfg.run.forward_only or mode.one_graph or cluster.container or
+                   cluster.serve_clients, '--forward_only across a cluster runs in one graph: '
+                   'add --graph_mode=in_graph (between-graph workers train)')
     errors.require(not cfg.replication.staged_reads, '%s is for one-process runs',
                    cfg.replication.staged_reads_flag)
     if mode.one_graph:
