@@ -28,7 +28,9 @@ rode through it or restarted), the faults by kind, the restarts, steps redone an
 log: a resumed attempt continues where its checkpoint left the loss.
 """
 import collections
+import contextlib
 import glob
+import json
 import os
 import tempfile
 import time
@@ -136,6 +138,10 @@ def run(work_dir, duration_s, interval_s, for_s, kinds, count, seed, max_restart
     behind = watch.step_went_back(injector)
     recovered = summary['recovery']
     by_kind = _outcomes(injector.records, recovered)
+    # Where each attempt's lines start in the progress log: with it the curve can be drawn
+    # again from a kept --work_dir.
+    with open(os.path.join(work_dir, 'attempt_starts.json'), 'w') as f:
+        json.dump(injector.attempt_starts, f)
     target_step = int(plan.flag_value(summary['tfhp_args'], 'target_global_step'))
     checks = {
         'finished_at_target': (summary['status'] == 0 and
@@ -192,7 +198,9 @@ def study():
         links.check_available()
     except (ValueError, links.LinksUnavailable) as e:
         raise SystemExit('chaos: %s' % e)
-    with tempfile.TemporaryDirectory(prefix='tfhp_chaos_') as work_dir:
+    with (contextlib.nullcontext(FLAGS.work_dir) if FLAGS.work_dir else
+          tempfile.TemporaryDirectory(prefix='tfhp_chaos_')) as work_dir:
+        os.makedirs(work_dir, exist_ok=True)
         record, curve = run(work_dir, FLAGS.duration_s, interval_s, for_s, kinds, FLAGS.faults,
                      FLAGS.seed, FLAGS.max_restarts, FLAGS.step_ms, FLAGS.save_model_steps,
                      FLAGS.peer_timeout_s, FLAGS.step_timeout_s, FLAGS.link_bandwidth,
@@ -214,6 +222,9 @@ if __name__ == '__main__':
     flags.DEFINE_float('peer_timeout_s', 5, 'The tasks\' --peer_timeout_s.')
     flags.DEFINE_float('step_timeout_s', 10, 'The tasks\' --step_timeout_s.')
     flags.DEFINE_string('link_bandwidth', '1gbit', 'Every task\'s NIC rate.')
+    flags.DEFINE_string('work_dir', None, 'Keep the run here: the data, the checkpoints, the '
+                        'job\'s log and the chief\'s progress log (default: a temporary '
+                        'directory, removed).')
     # One chaos run: its faults are drawn from --seed, it is not a figure to repeat.
     frame.main(study, repeats=None, seed=1, plot='the loss against the global step, one line '
                'per attempt')

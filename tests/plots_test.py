@@ -126,22 +126,26 @@ def test_the_commit_is_the_checkouts_head():
 
 
 @needs_matplotlib
-def test_a_resumed_loss_curve_draws_each_attempt_and_shades_the_steps_redone(monkeypatch,
+def test_a_resumed_loss_curve_draws_each_attempt_and_the_steps_redone_up_close(monkeypatch,
                                                                               tmp_path):
-    attempts = [[(s, 2.0 - 0.01 * s) for s in range(1, 38)],
-                [(s, 2.0 - 0.01 * s) for s in range(31, 66)]]
-    restarts = [{'reached_step': 37, 'resumed_step': 30}]
+    attempts = [(1, [(s, 2.0 - 0.01 * s) for s in range(1, 38)]),
+                (3, [(s, 2.0 - 0.01 * s) for s in range(31, 66)])]
+    restarts = [{'attempt': 1, 'reached_step': 37, 'resumed_step': 30},
+                {'attempt': 2, 'reached_step': None, 'resumed_step': 30}]
     figure, legend = _drawn(monkeypatch, lambda: plots.resumed_loss_curve(
         str(tmp_path / 'loss.png'), attempts, restarts, smooth=1))
-    ax, = figure.axes
-    labelled = [line for line in ax.get_lines() if not line.get_label().startswith('_')]
-    assert [line.get_label() for line in labelled] == ['attempt 1', 'attempt 2']
-    # The second attempt starts at the checkpoint's step, on the first one's curve: no jump.
+    whole, close = figure.axes
+    labelled = [line for line in whole.get_lines() if line.get_label().startswith('attempt')]
+    assert [line.get_label() for line in labelled] == ['attempt 1', 'attempt 3']
+    # The third attempt starts at the checkpoint's step, on the first one's curve: no jump.
     assert labelled[1].get_xdata()[0] == 31
     assert labelled[1].get_ydata()[0] == pytest.approx(2.0 - 0.31)
-    span, = ax.patches
+    # Up close: both attempts over the 7 steps redone, shaded.
+    span, = close.patches
     assert (span.get_x(), span.get_x() + span.get_width()) == (30, 37)
+    assert [line.get_label() for line in close.get_lines()] == ['attempt 1', 'attempt 3']
+    assert 'attempt 1 failed at step 37, the next resumed from 30' == close.get_title()
     assert [t.get_text() for t in legend.get_texts()] == [
-        'attempt 1', 'attempt 2', 'steps redone after a restart']
+        'attempt 1', 'attempt 3', 'resumed from a checkpoint, steps redone']
     from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
     pyplot.close(figure)

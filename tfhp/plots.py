@@ -136,39 +136,68 @@ def _save(figure, path, dpi, caption, legend=None):
 
 @_styled
 def resumed_loss_curve(path, attempts, restarts, smooth=10, title=None, dpi=DPI, caption=None):
-    """A recovered job's loss against the global step, one line per attempt, and each
-    restart's redone steps shaded: a resumed attempt continues where its checkpoint left off.
+    """A recovered job's loss against the global step, attempt by attempt (left), and the
+    restart that redid the most steps up close (right): a resumed attempt continues where its
+    checkpoint left the loss, over the steps it redoes.
 
     Args:
       path: the file to write (.svg, .pdf, else PNG).
-      attempts: one [(global_step, loss)] per attempt that took a step (the chief's progress
-        log, `tfhp.launcher.progress_log.attempts`).
-      restarts: the recovery's fault records ('reached_step', 'resumed_step').
-      smooth: the lines are running means over this many steps (raw losses, one batch each,
-        drawn faint beneath).
+      attempts: [(attempt number, [(global_step, loss)])] of the attempts that took a step
+        (the chief's progress log, `tfhp.launcher.progress_log`).
+      restarts: the recovery's fault records ('attempt', 'reached_step', 'resumed_step').
+      smooth: the left panel's lines are running means over this many steps (raw losses, one
+        batch each, drawn faint beneath); the close-up draws every step.
       title, dpi, caption: as `accuracy_curves`'.
     """
     pyplot = _pyplot()
-    figure, ax = pyplot.subplots(figsize=(2 * _PANEL[0] + 0.6, _PANEL[1]))
-    for index, run in enumerate(attempts):
+    figure, (whole, close) = pyplot.subplots(
+        1, 2, figsize=(2 * _PANEL[0] + 0.6, _PANEL[1]), gridspec_kw={'width_ratios': [2, 1]})
+    # Two colours taking turns tell neighbouring attempts apart however many there are.
+    colours = ('tab:blue', 'tab:orange')
+    for index, (number, run) in enumerate(attempts):
         steps, losses = [s for s, _ in run], [l for _, l in run]
         means = [statistics.fmean(losses[max(0, i - smooth + 1):i + 1])
                  for i in range(len(losses))]
-        line, = ax.plot(steps, means, linestyle=LINESTYLES[index % len(LINESTYLES)],
-                        linewidth=1.2, label='attempt %d' % (index + 1))
-        ax.plot(steps, losses, color=line.get_color(), linewidth=0.5, alpha=0.25)
-    for index, fault in enumerate(restarts):
-        if fault.get('reached_step') is not None:
-            ax.axvspan(fault['resumed_step'], max(fault['reached_step'], fault['resumed_step']),
-                       color='tab:red', alpha=0.15, linewidth=0,
-                       label='steps redone after a restart' if index == 0 else None)
-    ax.set_xlabel('global step')
-    ax.set_ylabel('training loss (running mean of %d steps)' % smooth)
-    ax.grid(alpha=0.3)
+        colour = colours[index % 2]
+        label = None
+        if len(attempts) <= 2:
+            label = 'attempt %d' % number
+        elif index == 0:
+            label = 'attempts %d-%d (colours take turns)' % (number, attempts[-1][0])
+        whole.plot(steps, means, color=colour, linewidth=1.0, label=label)
+        whole.plot(steps, losses, color=colour, linewidth=0.4, alpha=0.2)
+    redone = [f for f in restarts if f.get('reached_step') is not None and
+              f['reached_step'] > f['resumed_step']]
+    for index, fault in enumerate(redone):
+        whole.axvline(fault['resumed_step'], color='tab:red', linewidth=0.6, alpha=0.6,
+                      label='resumed from a checkpoint, steps redone' if index == 0 else None)
+    whole.set_xlabel('global step')
+    whole.set_ylabel('training loss (running mean of %d steps)' % smooth)
+    if redone:
+        fault = max(redone, key=lambda f: f['reached_step'] - f['resumed_step'])
+        low = fault['resumed_step'] - 3 * (fault['reached_step'] - fault['resumed_step'])
+        high = fault['reached_step'] + 3 * (fault['reached_step'] - fault['resumed_step'])
+        for index, (number, run) in enumerate(attempts):
+            shown = [(s, l) for s, l in run if low <= s <= high]
+            if shown:
+                close.plot([s for s, _ in shown], [l for _, l in shown],
+                           color=colours[index % 2], marker=MARKERS[index % 2], markersize=3,
+                           markerfacecolor='none', linewidth=0.8, label='attempt %d' % number)
+        close.axvspan(fault['resumed_step'], fault['reached_step'], color='tab:red',
+                      alpha=0.12, linewidth=0, label='steps redone')
+        close.set_title('attempt %d failed at step %d, the next resumed from %d'
+                        % (fault['attempt'], fault['reached_step'], fault['resumed_step']))
+        close.set_xlabel('global step')
+        close.set_ylabel('training loss (each step)')
+        close.legend(loc='upper right')
+    else:
+        close.set_axis_off()
+    for ax in (whole, close):
+        ax.grid(alpha=0.3)
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    legend = _legend_below(figure, [ax])
+    legend = _legend_below(figure, [whole])
     _save(figure, path, dpi, caption, legend)
 
 

@@ -23,8 +23,11 @@ def available():
 
 
 def test_a_link_down_for_less_than_the_peer_timeout_is_ridden_through(tmp_path):
+    # P = 10 s: a peer is read every P/4 and each read waits up to 2 s, so a silence of 2 s
+    # may look 2 + 2.5 + 2 s long: still well under P.
     status, summary, output = jobs.launch_job(
         tmp_path, 1, 2, '--num_batches=40', '--straggler_workers=0,1', *PACED,
+        '--peer_timeout_s=10', '--step_timeout_s=20',
         launcher_args=['--link_bandwidth=200mbit', '--inject=link_down:worker1@10+2'])
     assert status == 0, output[-3000:]
     fault, = summary['faults_injected']
@@ -53,6 +56,9 @@ def test_a_link_down_for_longer_ends_the_job_naming_the_task_and_a_restart_recov
     assert summary['tasks'][0]['global_step'] == 32
     injected, = summary['faults_injected']
     assert injected['attempt'] == 1 and injected['for_s'] == 15
+    # The attempt ended within its bound of the link going down: P, then the launcher's
+    # settling wait for a root cause (5 s), and a margin for ending the tasks on 2 cores.
+    assert fault['ended_after_s'] - injected['at_s'] < 5 + 5 + 10
 
 
 def test_a_nic_cut_tenfold_makes_a_straggler_that_a_spare_absorbs(tmp_path):

@@ -153,10 +153,11 @@ def test_the_progress_log_is_read_whole_lines_only_and_split_by_attempt(tmp_path
     with open(path, 'a') as f:
         f.write('1998 0.4\n1999 0.3\n')
     runs = progress_log.attempts(path)  # split where the step goes back
-    assert [(r[0][0], r[-1][0]) for r in runs] == [(1, 2000), (1996, 1999)]
-    # An attempt that resumed at the step reached: split where it started.
-    runs = progress_log.attempts(path, [restarted_at])
-    assert [(r[0][0], r[-1][0]) for r in runs] == [(1, 2000), (1996, 1997), (1998, 1999)]
+    assert [(n, r[0][0], r[-1][0]) for n, r in runs] == [(1, 1, 2000), (2, 1996, 1999)]
+    # Split where each attempt started: one that resumed at the step reached is seen, and
+    # one that took no step keeps its number.
+    runs = progress_log.attempts(path, [0, restarted_at, restarted_at])
+    assert [(n, r[0][0], r[-1][0]) for n, r in runs] == [(1, 1, 1997), (3, 1998, 1999)]
     assert progress_log.read(path, start=restarted_at) == [(1998, 0.4), (1999, 0.3)]
 
 

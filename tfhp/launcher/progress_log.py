@@ -61,22 +61,32 @@ def _parse(text, cut):
     return entries
 
 
-def attempts(path, starts=()):
-    """The log's lines, one list of (step, loss) per attempt that took a step: split at the
-    byte offsets where attempts started (`faults.Injector.attempt_starts`' sizes), and where
-    the global step goes back (a restarted job resumes from its checkpoint, before the step
-    reached)."""
-    offsets = sorted({0, *starts})
-    runs = []
-    for start, end in zip(offsets, offsets[1:] + [None]):
+def attempts(path, starts=None):
+    """The log's lines by attempt: [(attempt number from 1, [(step, loss)])] of the attempts
+    that took a step.
+
+    Args:
+      path: the log.
+      starts: the log's size as each attempt started (`faults.Injector.attempt_starts`): the
+        attempts are what lies between them. None: a new attempt wherever the global step goes
+        back (a restarted job resumes from its checkpoint, before the step reached; one that
+        resumed at the step it reached is not seen).
+    """
+    if starts is None:
+        runs = []
+        for step, loss in read(path):
+            if not runs or step <= runs[-1][-1][0]:
+                runs.append([])
+            runs[-1].append((step, loss))
+        return list(enumerate(runs, 1))
+    bounds = list(starts) + [None]
+    numbered = []
+    for number, (start, end) in enumerate(zip(bounds, bounds[1:]), 1):
         text, _ = _text(path, start=start)  # ASCII: bytes and characters are one
-        current = None
-        for step, loss in _parse(text if end is None else text[:end - start], False):
-            if current is None or step <= current[-1][0]:
-                current = []
-                runs.append(current)
-            current.append((step, loss))
-    return runs
+        run = _parse(text if end is None else text[:end - start], False)
+        if run:
+            numbered.append((number, run))
+    return numbered
 
 
 @contextlib.contextmanager
