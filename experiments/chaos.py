@@ -107,14 +107,14 @@ def _outcomes(records, recovered):
 
 
 def run(work_dir, duration_s, interval_s, for_s, kinds, count, seed, max_restarts, step_ms,
-        save_steps, peer_timeout_s, step_timeout_s, link_bandwidth, say=print):
+        save_steps, peer_timeout_s, step_timeout_s, link_bandwidth, steps=0, say=print):
     """One chaos run (see the module doc); returns its record and the chief's loss curve, one
     [(global step, loss)] per attempt."""
     data_dir = common.learnable_data(work_dir, image_size=8, train_examples=2000,
                                      validation_examples=100)
     train_dir = os.path.join(work_dir, 'train')
     progress_path = os.path.join(work_dir, 'progress')
-    target = max(1, int(_BUSY_SHARE * duration_s * 1000 / step_ms))
+    target = steps or max(1, int(_BUSY_SHARE * duration_s * 1000 / step_ms))
     args = _MODEL + [
         '--data_dir=' + data_dir, '--train_dir=' + train_dir,
         '--save_model_steps=%d' % save_steps,
@@ -204,6 +204,7 @@ def study():
         record, curve = run(work_dir, FLAGS.duration_s, interval_s, for_s, kinds, FLAGS.faults,
                      FLAGS.seed, FLAGS.max_restarts, FLAGS.step_ms, FLAGS.save_model_steps,
                      FLAGS.peer_timeout_s, FLAGS.step_timeout_s, FLAGS.link_bandwidth,
+                     FLAGS.steps,
                      say=lambda line: print('[chaos] ' + line, flush=True))
     frame.report([record], _print, plot=lambda records, path: _plot(record, curve, path))
     return 0 if all(record['checks'].values()) else 1
@@ -218,6 +219,8 @@ if __name__ == '__main__':
     flags.DEFINE_integer('faults', None, 'Inject at most this many faults.')
     flags.DEFINE_integer('max_restarts', 100, 'The launcher\'s --max_restarts.')
     flags.DEFINE_float('step_ms', 100, 'Each worker\'s step takes at least this long.')
+    flags.DEFINE_integer('steps', 0, 'The job\'s timed steps (0: as many as take %g of '
+                         '--duration_s unfaulted).' % _BUSY_SHARE)
     flags.DEFINE_integer('save_model_steps', 25, 'The chief\'s checkpoint interval.')
     flags.DEFINE_float('peer_timeout_s', 5, 'The tasks\' --peer_timeout_s.')
     flags.DEFINE_float('step_timeout_s', 10, 'The tasks\' --step_timeout_s.')
