@@ -140,12 +140,15 @@ def test_a_resumed_loss_curve_draws_each_attempt_and_the_steps_redone_up_close(m
     # The third attempt starts at the checkpoint's step, on the first one's curve: no jump.
     assert labelled[1].get_xdata()[0] == 31
     assert labelled[1].get_ydata()[0] == pytest.approx(2.0 - 0.31)
-    # Up close: both attempts over the 7 steps redone, shaded.
+    # Up close: the failed attempt and the one that resumed, over the 7 steps redone, shaded.
     span, = close.patches
     assert (span.get_x(), span.get_x() + span.get_width()) == (30, 37)
-    assert [line.get_label() for line in close.get_lines()] == ['attempt 1', 'attempt 3']
-    assert 'attempt 1 failed at step 37, the next resumed from 30' == close.get_title()
+    assert [line.get_label() for line in close.get_lines() if line.get_label()[0] != '_'] == [
+        'close up: attempt 1 (failed)', 'close up: attempt 3 (resumed)']
+    assert close.get_title() == 'attempt 1 failed at step 37;\nthe next resumed from 30'
     assert [t.get_text() for t in legend.get_texts()] == [
-        'attempt 1', 'attempt 3', 'resumed from a checkpoint, steps redone']
+        'attempt 1', 'attempt 3', 'resumed from a checkpoint, steps redone',
+        'close up: attempt 1 (failed)', 'close up: attempt 3 (resumed)',
+        'close up: the 7 steps redone']
     from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
     pyplot.close(figure)

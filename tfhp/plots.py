@@ -156,8 +156,7 @@ def resumed_loss_curve(path, attempts, restarts, smooth=10, title=None, dpi=DPI,
     colours = ('tab:blue', 'tab:orange')
     for index, (number, run) in enumerate(attempts):
         steps, losses = [s for s, _ in run], [l for _, l in run]
-        means = [statistics.fmean(losses[max(0, i - smooth + 1):i + 1])
-                 for i in range(len(losses))]
+        means = _running_mean(losses, smooth)
         colour = colours[index % 2]
         label = None
         if len(attempts) <= 2:
@@ -174,22 +173,8 @@ def resumed_loss_curve(path, attempts, restarts, smooth=10, title=None, dpi=DPI,
     whole.set_xlabel('global step')
     whole.set_ylabel('training loss (running mean of %d steps)' % smooth)
     if redone:
-        fault = max(redone, key=lambda f: f['reached_step'] - f['resumed_step'])
-        low = fault['resumed_step'] - 3 * (fault['reached_step'] - fault['resumed_step'])
-        high = fault['reached_step'] + 3 * (fault['reached_step'] - fault['resumed_step'])
-        for index, (number, run) in enumerate(attempts):
-            shown = [(s, l) for s, l in run if low <= s <= high]
-            if shown:
-                close.plot([s for s, _ in shown], [l for _, l in shown],
-                           color=colours[index % 2], marker=MARKERS[index % 2], markersize=3,
-                           markerfacecolor='none', linewidth=0.8, label='attempt %d' % number)
-        close.axvspan(fault['resumed_step'], fault['reached_step'], color='tab:red',
-                      alpha=0.12, linewidth=0, label='steps redone')
-        close.set_title('attempt %d failed at step %d, the next resumed from %d'
-                        % (fault['attempt'], fault['reached_step'], fault['resumed_step']))
-        close.set_xlabel('global step')
-        close.set_ylabel('training loss (each step)')
-        close.legend(loc='upper right')
+        _restart_close_up(close, attempts, max(
+            redone, key=lambda f: f['reached_step'] - f['resumed_step']), smooth)
     else:
         close.set_axis_off()
     for ax in (whole, close):
@@ -197,8 +182,35 @@ def resumed_loss_curve(path, attempts, restarts, smooth=10, title=None, dpi=DPI,
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    legend = _legend_below(figure, [whole])
+    legend = _legend_below(figure, [whole, close])
     _save(figure, path, dpi, caption, legend)
+
+
+def _running_mean(values, window):
+    return [statistics.fmean(values[max(0, i - window + 1):i + 1]) for i in range(len(values))]
+
+
+def _restart_close_up(ax, attempts, fault, smooth):
+    """The failed attempt and the one that resumed after it, around the steps redone: each
+    step's loss as a point, the running mean as a line."""
+    redone = fault['reached_step'] - fault['resumed_step']
+    low, high = fault['resumed_step'] - 3 * redone, fault['reached_step'] + 3 * redone
+    later = [(n, run) for n, run in attempts if n > fault['attempt']]
+    pair = [(n, run) for n, run in attempts if n == fault['attempt']] + later[:1]
+    for (number, run), colour, marker, role in zip(
+            pair, ('tab:blue', 'tab:orange'), MARKERS, ('failed', 'resumed')):
+        means = _running_mean([l for _, l in run], smooth)
+        shown = [(s, l, m) for (s, l), m in zip(run, means) if low <= s <= high]
+        ax.plot([s for s, _, _ in shown], [l for _, l, _ in shown], linestyle='none',
+                marker=marker, markersize=2.5, color=colour, alpha=0.45)
+        ax.plot([s for s, _, _ in shown], [m for _, _, m in shown], color=colour,
+                linewidth=1.4, label='close up: attempt %d (%s)' % (number, role))
+    ax.axvspan(fault['resumed_step'], fault['reached_step'], color='tab:red', alpha=0.12,
+               linewidth=0, label='close up: the %d steps redone' % redone)
+    ax.set_title('attempt %d failed at step %d;\nthe next resumed from %d'
+                 % (fault['attempt'], fault['reached_step'], fault['resumed_step']))
+    ax.set_xlabel('global step')
+    ax.set_ylabel('training loss (points: each step)')
 
 
 @_styled
