@@ -270,7 +270,7 @@ def plot_precision(records, path):
                              series('worker_sent_mb')),
                             ('a worker receives per step', 'MB', updates,
                              series('worker_received_mb'))],
-                     title='gradients sent in 16 bits, %d workers on %s links: %s' % (
+                     title='gradients sent in float32 or compressed, %d workers on %s links: %s' % (
                          records[0]['num_workers'], records[0]['rate'],
                          plots.spread_text(records[0]['repeats'])))
 
