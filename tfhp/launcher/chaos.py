@@ -2,9 +2,9 @@
 time, and a watch of what the job must keep through them.
 
 `Chaos` injects, through a `faults.Injector`, one fault every uniform(*interval_s) seconds from
-the job's first step until duration_s has passed or `count` faults were injected: a kind at a time from shuffled
-rounds of the kinds (so that every kind comes up as often), a task at random, and for a pause, a
-link down or a slow link a length of uniform(*for_s) seconds. A fault that finds its task not
+the job's first step until duration_s has passed or `count` faults were injected: a kind at a
+time from shuffled rounds of the kinds (so that every kind comes up as often), a task at random,
+and for a pause, a link down or a slow link a length of uniform(*for_s) seconds. A fault that finds its task not
 running (the job restarting) is tried again a second later.
 
 `Watch` samples the chief's progress log and the latest checkpoint's step while the job runs;

@@ -225,9 +225,10 @@ def _watch(processes, timeout_s, serve_grace_s, keep_going, say, signals):
             if all(c is not None for c in codes.values()):
                 return (1 if failed else 0), failures
             if time.monotonic() - clients_done_at > serve_grace_s:
+                lingering = ', '.join(figures.task_name(t) for t, c in codes.items() if c is None)
                 say('%s did not exit within %g s of the last worker (their --peer_timeout_s '
-                    '+ --linger_s + %g s); ending them' % (', '.join(figures.task_name(t) for t, c in codes.items()
-                                                       if c is None), serve_grace_s, plan.MARGIN_S))
+                    '+ --linger_s + %g s); ending them' % (lingering, serve_grace_s,
+                                                           plan.MARGIN_S))
                 return 1, failures
         if time.monotonic() > deadline:
             say('the job did not end within --timeout_s=%g; ending it' % timeout_s)
