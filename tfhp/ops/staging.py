@@ -15,6 +15,7 @@ hanging. The checks assume the contract of a pipelined step: one producer and on
 area, each running once per `session.run`.
 """
 import collections
+import itertools
 
 import tensorflow.compat.v1 as tf
 
@@ -34,6 +35,9 @@ def host_of(device):
     """The CPU of the task that owns `device` (checks run there: Assert has CPU kernels only)."""
     spec = tf.DeviceSpec.from_string(device or '/cpu:0')
     return spec.replace(device_type='CPU', device_index=0).to_string()
+
+
+_AREAS = itertools.count()  # numbers every area made in this process
 
 
 class Area:
@@ -68,8 +72,11 @@ class Area:
         self._capacity = capacity
         self._fill_hint = fill_hint
         self.name = tf.get_default_graph().unique_name(name, mark_as_used=True)
+        # Sessions of one process share the local devices' resources, so an area's shared name
+        # is made unique in the process, not only in its graph: an area of an earlier graph
+        # (holding sets it was never emptied of) is never found again.
         self._area = dict(dtypes=[t.dtype for t in flat], capacity=capacity,
-                          shared_name=self.name)
+                          shared_name='%s_%d' % (self.name, next(_AREAS)))
 
     def size(self):
         """An int32 scalar: how many sets the area holds now."""
@@ -90,8 +97,8 @@ class Area:
                          % (self.name, self._capacity)], name='check_room')
             with tf.device(self._device), tf.control_dependencies([room]):
                 put_op = tf.raw_ops.Stage(values=tf.nest.flatten(tensors),
-                                          capacity=self._capacity, shared_name=self.name,
-                                          name='put')
+                                          capacity=self._capacity,
+                                          shared_name=self._area['shared_name'], name='put')
         return put_op
 
     def get(self):
