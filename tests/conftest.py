@@ -4,7 +4,10 @@ from tfhp import startup
 
 startup.prepare_process()  # before TensorFlow is imported
 
+import pytest  # pylint: disable=wrong-import-position
+
 from tfhp import compat  # pylint: disable=wrong-import-position
+from tfhp.launcher import links  # pylint: disable=wrong-import-position
 
 compat.enable_graph_mode()
 
@@ -13,3 +16,12 @@ def pytest_sessionfinish(session, exitstatus):
     """A run that collected no tests fails (pytest's exit 5 would otherwise pass silently)."""
     if exitstatus == 5:
         session.exitstatus = 1
+
+
+@pytest.fixture(scope='session')
+def links_available():
+    """Skips, saying why, where this machine cannot emulate links (root, namespaces, tc)."""
+    try:
+        links.check_available()
+    except links.LinksUnavailable as e:
+        pytest.skip('this machine cannot emulate links: %s' % e)

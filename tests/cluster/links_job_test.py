@@ -14,19 +14,11 @@ from tfhp.launcher import links
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-@pytest.fixture
-def available():
-    try:
-        links.check_available()
-    except links.LinksUnavailable as e:
-        pytest.skip('this machine cannot emulate links: %s' % e)
-
-
 def _job_namespaces(pid):
     return [n for n in links._namespaces() if n.startswith('%s%d-' % (links.PREFIX, pid))]  # pylint: disable=protected-access
 
 
-def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, available):
+def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, links_available):
     result = tmp_path / 'job.jsonl'
     argv = [sys.executable, '-m', 'tfhp.launch', '--num_ps=1', '--num_workers=2',
             '--link_bandwidth=200mbit', '--ps_link_bandwidth=100mbit',
@@ -54,7 +46,7 @@ def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, 
     assert report['global_step_ms'] >= report['comm_bound_ms']
 
 
-def test_sigterm_to_a_launcher_on_shaped_links_leaves_nothing(tmp_path, available):
+def test_sigterm_to_a_launcher_on_shaped_links_leaves_nothing(tmp_path, links_available):
     argv = [sys.executable, '-m', 'tfhp.launch', '--num_ps=1', '--num_workers=1',
             '--link_bandwidth=1gbit', '--'] + jobs.SMALL + ['--num_batches=100000',
                                                            '--display_every=10']

@@ -5,21 +5,12 @@ Root, namespaces and tc only."""
 import pytest
 
 from tests.cluster import jobs
-from tfhp.launcher import links
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.usefixtures('links_available')]
 
 # Steps of about 50 ms on every worker, so that a fault meets a job in its timed steps.
 PACED = ['--display_every=1', '--straggler_delay_ms=50', '--peer_timeout_s=5',
          '--step_timeout_s=10']
-
-
-@pytest.fixture(autouse=True)
-def available():
-    try:
-        links.check_available()
-    except links.LinksUnavailable as e:
-        pytest.skip('this machine cannot emulate links: %s' % e)
 
 
 def test_a_link_down_for_less_than_the_peer_timeout_is_ridden_through(tmp_path):

@@ -8,16 +8,12 @@ import sys
 import pytest
 
 from experiments import common
-from tfhp.launcher import links
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-def test_a_job_hit_by_a_kill_a_pause_and_a_link_down_finishes_and_leaves_nothing(tmp_path):
-    try:
-        links.check_available()
-    except links.LinksUnavailable as e:
-        pytest.skip('this machine cannot emulate links: %s' % e)
+def test_a_job_hit_by_a_kill_a_pause_and_a_link_down_finishes_and_leaves_nothing(
+        tmp_path, links_available):
     result_file = tmp_path / 'chaos.jsonl'
     proc = subprocess.run(
         # 500 steps of 40 ms: 20 s unfaulted; the three faults come 3-6 s apart.

@@ -20,14 +20,6 @@ from tfhp.launcher import links
 ROOT = common.REPO_ROOT
 
 
-@pytest.fixture
-def available():
-    try:
-        links.check_available()
-    except links.LinksUnavailable as e:
-        pytest.skip(str(e))
-
-
 def _record(model, rate, k, w, step_ms, turns_ms=None, repeats=(0.95, 1.0, 1.05)):
     record = {'model': model, 'rate': rate, 'num_ps': k, 'num_workers': w, 'repeats': 3,
               'global_step_ms': stats.summarise([step_ms * f for f in repeats])}
@@ -115,7 +107,7 @@ def _tiny(study_rows, index, tmp_path, study):
 
 
 @pytest.mark.cluster
-def test_saturation_command_runs_one_tiny_job(tmp_path, available):
+def test_saturation_command_runs_one_tiny_job(tmp_path, links_available):
     result = tmp_path / 'links.jsonl'
     proc = subprocess.run(
         [sys.executable, '-m', 'experiments.links_study', '--studies=saturation',
@@ -133,7 +125,7 @@ def test_saturation_command_runs_one_tiny_job(tmp_path, available):
 
 
 @pytest.mark.cluster
-def test_modes_and_precision_run_a_tiny_job_each(tmp_path, available):
+def test_modes_and_precision_run_a_tiny_job_each(tmp_path, links_available):
     modes = links_study.modes_rows('trivial', '200mbit', [2], 2, 1, names=['all_reduce'])
     record = _tiny(modes, 0, tmp_path, 'modes')
     assert record['label'] == 'collective_all_reduce' and 'turns_ms' not in record

@@ -116,14 +116,6 @@ def test_cleanup_stale_deletes_only_dead_creators_namespaces(monkeypatch):
 # The tests below build real networks: root, iproute2, namespaces and tbf.
 
 
-@pytest.fixture(scope='module')
-def available():
-    try:
-        links.check_available()
-    except links.LinksUnavailable as e:
-        pytest.skip(str(e))
-
-
 def _leftovers(prefix):
     out = subprocess.run(['ip', '-j', 'netns', 'list'], capture_output=True, text=True,
                          timeout=10, check=True).stdout.strip()
@@ -136,7 +128,7 @@ def _host_links():
     return sorted(link['ifname'] for link in json.loads(out))
 
 
-def test_links_carry_their_rate_both_ways_and_close_leaves_nothing(available):
+def test_links_carry_their_rate_both_ways_and_close_leaves_nothing(links_available):
     ps, w0, w1 = ('ps', 0), ('worker', 0), ('worker', 1)
     host_links = _host_links()
     network = links.EmulatedNetwork([w0, w1, ps], rate_bps=2e8, task_rates_bps={ps: 1e8})
@@ -180,14 +172,14 @@ def _start_creator():
     return child, name
 
 
-def test_sigterm_to_the_creator_leaves_nothing(available):
+def test_sigterm_to_the_creator_leaves_nothing(links_available):
     child, name = _start_creator()
     child.send_signal(signal.SIGTERM)
     assert child.wait(timeout=10) == 128 + signal.SIGTERM
     assert not _leftovers(name)
 
 
-def test_cleanup_stale_clears_a_sigkilled_creators_network(available):
+def test_cleanup_stale_clears_a_sigkilled_creators_network(links_available):
     child, name = _start_creator()
     child.kill()
     child.wait(timeout=10)
