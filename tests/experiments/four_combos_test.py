@@ -84,7 +84,10 @@ def test_conclusion_says_which_differences_are_real():
 
 
 def test_between_graph_async_measures_staleness_across_processes(shapes_dir, tmp_path):
-    record = convergence.run_combo('between_graph_async', OPTIONS, shapes_dir, str(tmp_path),
+    # Half the rate: two workers' stale updates at 0.05 sometimes diverged within the 200
+    # updates on loaded cores (final accuracy at chance), though they never did alone.
+    options = dataclasses.replace(OPTIONS, learning_rate=0.025)
+    record = convergence.run_combo('between_graph_async', options, shapes_dir, str(tmp_path),
                                    seed=5)
     _check_training(record)
     assert record['seed'] == 5
