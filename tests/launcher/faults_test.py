@@ -96,7 +96,7 @@ def test_an_attempt_that_ends_ends_its_faults_and_takes_no_more(sleeper):
     injector.attach({('worker', 1): sleeper}, None)
     assert injector.inject('kill', ('worker', 1))['attempt'] == 2
     assert sleeper.wait(5) == -signal.SIGKILL
-    assert not injector.running(('worker', 1))
+    assert injector.inject('pause', ('worker', 1), for_s=1) is None  # dead: nothing to do
 
 
 class _FakeNetwork:

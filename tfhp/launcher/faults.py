@@ -126,17 +126,6 @@ class Injector:
         """When the first attempt started (the clock's reading; None before)."""
         return self._started
 
-    @property
-    def attempt(self):
-        """How many attempts have started (1 for a job never restarted)."""
-        return self._attempt
-
-    def running(self, task):
-        """Whether the task runs in the current attempt."""
-        with self._lock:
-            proc = self._processes.get(tuple(task))
-            return proc is not None and proc.poll() is None
-
     def inject(self, kind, task, for_s=None, factor=None):
         """Injects one fault into the current attempt now; returns its record, or None when
         the task is not running (an attempt ending or not yet started)."""
