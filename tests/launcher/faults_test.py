@@ -129,7 +129,10 @@ def test_link_faults_act_on_the_network_and_undo_themselves(sleeper):
 def test_the_schedule_fires_each_fault_once_at_its_global_step(sleeper, tmp_path):
     injector = faults.Injector(lambda line: None)
     injector.progress_path = str(tmp_path / 'progress')
+    with open(injector.progress_path, 'w') as f:
+        f.write('40 1.0\n')  # an earlier job's line: no step of this one
     injector.attach({('worker', 1): sleeper}, None)
+    assert injector.logged_step() is None
     schedule = [faults.parse('pause:worker1@5+0.1'), faults.parse('pause:worker1@3+0.1')]
     with faults.Schedule(schedule, injector, poll_s=0.01):
         for step in range(1, 8):

@@ -121,6 +121,15 @@ class Injector:
             self._timers = []
             self._processes, self._network = {}, None
 
+    def logged_step(self):
+        """The chief's last global step in this job's lines of the progress log (a log given
+        by --progress_file may hold an earlier job's), or None."""
+        path = self.progress_path
+        with self._lock:
+            if not self.attempt_starts or progress_log.size(path) <= self.attempt_starts[0][1]:
+                return None
+        return progress_log.last_step(path)
+
     @property
     def started(self):
         """When the first attempt started (the clock's reading; None before)."""
@@ -130,13 +139,14 @@ class Injector:
         """Injects one fault into the current attempt now; returns its record, or None when
         the task is not running (an attempt ending or not yet started)."""
         task = tuple(task)
+        step = self.logged_step()
         with self._lock:
             proc, network = self._processes.get(task), self._network
             if proc is None or proc.poll() is not None:
                 return None
             record = {'kind': kind, 'task': '%s %d' % task, 'attempt': self._attempt,
                       'at_s': round(self._clock() - self._started, 3),
-                      'global_step': progress_log.last_step(self.progress_path),
+                      'global_step': step,
                       'for_s': for_s, 'factor': factor, 'ended_s': None}
             end = self._start(kind, task, proc, network, factor)
             self.records.append(record)
@@ -197,7 +207,7 @@ class Schedule(background.Background):
 
     def _run(self):
         while self._pending and not self._done.wait(self._poll_s):
-            step = progress_log.last_step(self._injector.progress_path)
+            step = self._injector.logged_step()
             while self._pending and step is not None and step >= self._pending[0].at_step:
                 fault = self._pending[0]
                 if not self._injector.inject(fault.kind, fault.task, fault.for_s, fault.factor):
