@@ -71,9 +71,9 @@ def test_a_pause_stops_the_task_for_its_seconds_and_is_recorded(sleeper, tmp_pat
     lines = []
     injector = faults.Injector(lines.append)
     injector.progress_path = str(tmp_path / 'progress')
-    with open(injector.progress_path, 'w') as f:
-        f.write('1 2.0\n12 1.5\n')
     injector.attach({('worker', 1): sleeper}, None)
+    with open(injector.progress_path, 'w') as f:
+        f.write('1 2.0\n12 1.5\n')  # the chief's steps so far
     record = injector.inject('pause', ('worker', 1), for_s=0.5)
     _wait_for(lambda: _state(sleeper.pid) == 'T')
     assert record['ended_s'] is None
