@@ -38,11 +38,34 @@ def test_group_small_respects_byte_and_count_limits():
         assert all(b.num_splits == 1 for b in plan.buffers)
 
 
+def test_buckets_fill_in_backward_order():
+    with tf.Graph().as_default():
+        tensors = _tensors()  # bytes: 60, 28, 4, 48, 160, 36
+        plan = packing.buckets(tensors, bucket_bytes=100)
+        # Last first: 36; 160 would overflow and is larger than a bucket, so it passes alone;
+        # 48 + 4 + 28 = 80 <= 100; 60 would overflow and opens the last bucket.
+        assert [b.indices for b in plan.buffers] == [[5], [4], [3, 2, 1], [0]]
+        assert all(b.num_splits == 1 for b in plan.buffers)
+        # A tensor of exactly a bucket fills one; one bucket of everything when it all fits.
+        assert [b.indices for b in packing.buckets(tensors, 48).buffers] == [
+            [5], [4], [3], [2, 1], [0]]
+        assert [b.indices for b in packing.buckets(tensors, 1 << 20).buffers] == [
+            [5, 4, 3, 2, 1, 0]]
+        # Another dtype closes the bucket.
+        mixed = _tensors([tf.float32, tf.float32, tf.int32, tf.float32, tf.float32, tf.float32])
+        assert [b.indices for b in packing.buckets(mixed, 100).buffers] == [
+            [5], [4], [3], [2], [1, 0]]
+        with pytest.raises(ValueError, match='bucket_bytes'):
+            packing.buckets(tensors, 0)
+
+
 @pytest.mark.parametrize('make_plan', [
     functools.partial(packing.concat_into, num_packs=1),
     functools.partial(packing.concat_into, num_packs=4),
     functools.partial(packing.concat_into, num_packs=1000),
     functools.partial(packing.group_small, max_bytes=64, max_group=3),
+    functools.partial(packing.buckets, bucket_bytes=64),
+    functools.partial(packing.buckets, bucket_bytes=1),
 ])
 def test_unpack_inverts_pack(make_plan):
     with tf.Graph().as_default():

@@ -6,12 +6,17 @@ to concatenate the (flattened) gradients into buffers and optionally cut each bu
 splits; `pack` applies it on each tower, the buffers are all-reduced, and `unpack` restores the
 original tensors. Tensors of different dtypes never share a buffer.
 
-Two policies, after tf_cnn_benchmarks' two flags:
+Three policies, the first two after tf_cnn_benchmarks' two flags:
 - `concat_into(tensors, num_packs)` (`--gradient_repacking=K`): everything of one dtype in one
   buffer, cut into K equal packs.
 - `group_small(tensors, max_bytes, max_group)` (`--agg_small_grads_max_bytes`): consecutive
   tensors of at most max_bytes each join a buffer of at most max_bytes and max_group tensors;
   larger tensors pass through untouched.
+- `buckets(tensors, bucket_bytes)` (`--fusion_bucket_bytes`, Horovod's tensor fusion): the
+  tensors taken in backward order (last first) fill buffers of at most bucket_bytes; larger
+  tensors pass alone. Each buffer's concat depends on its own tensors only, so when the tensors
+  are gradients the first buffer's all-reduce can start while the backward pass still computes
+  the earlier layers' gradients: the gradients leave as soon as their bucket is full.
 """
 import collections
 
@@ -78,8 +83,37 @@ def group_small(tensors, max_bytes, max_group):
     if max_bytes < 1 or max_group < 1:
         raise ValueError('max_bytes and max_group must be >= 1, got %d, %d'
                          % (max_bytes, max_group))
+    return Plan(_runs(tensors, range(len(tensors)), max_bytes, max_group), _shapes(tensors))
+
+
+def buckets(tensors, bucket_bytes):
+    """A plan: the tensors in backward order (the last first), fused into buffers of at most
+    `bucket_bytes` each, in that order; a tensor larger than that passes alone.
+
+    Given the gradients of variables in the order the forward pass created them, the first
+    buffer holds the last layers' gradients, which the backward pass computes first. A buffer
+    closes when the next tensor would overflow it (or has another dtype), so its concat, and the
+    all-reduce of it, wait for its own tensors only (Horovod's tensor fusion, with the order
+    fixed when the graph is built instead of negotiated at run time).
+
+    Args:
+      tensors: one tower's tensors (e.g. gradients), in the variables' forward order.
+      bucket_bytes: most bytes of a buffer.
+    Returns:
+      A `Plan` whose buffers are in backward order, each buffer's tensors last first.
+    """
+    if bucket_bytes < 1:
+        raise ValueError('bucket_bytes must be >= 1, got %d' % bucket_bytes)
+    backward = range(len(tensors) - 1, -1, -1)
+    return Plan(_runs(tensors, backward, bucket_bytes, len(tensors)), _shapes(tensors))
+
+
+def _runs(tensors, order, max_bytes, max_group):
+    """Buffers of consecutive tensors (taken in `order`) of one dtype, each of at most max_bytes
+    and max_group tensors; a tensor of more than max_bytes is a buffer alone."""
     buffers, current, current_bytes = [], [], 0
-    for i, tensor in enumerate(tensors):
+    for i in order:
+        tensor = tensors[i]
         size = _static_size(tensor) * tensor.dtype.size
         fits = (current and tensor.dtype == tensors[current[0]].dtype and
                 current_bytes + size <= max_bytes and len(current) < max_group)
@@ -93,7 +127,7 @@ def group_small(tensors, max_bytes, max_group):
             current_bytes += size
     if current:
         buffers.append(Buffer(current, 1))
-    return Plan(buffers, _shapes(tensors))
+    return buffers
 
 
 def _passes_through(buffer):
