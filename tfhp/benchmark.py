@@ -26,6 +26,7 @@ from tfhp import replication
 from tfhp import results
 from tfhp import session as session_lib
 from tfhp import step
+from tfhp import timing
 from tfhp import topology as topology_lib
 from tfhp import tower
 from tfhp.data import errors as data_errors
@@ -407,6 +408,8 @@ def _run_local(cfg, log, topology, target, container='', device_filters=()):
                                          % cfg.run.train_dir)
         # After a restore too: it fills tower 0's copies only, and staged reads need priming.
         sess.run(built.post_init_ops)
+        # This run's emulated compute only (the tally is the process's).
+        timing.EMULATED_COMPUTE.reset()
         times, outcome = _run_mode(sess, built, cfg, log, evaluator)
         counters, skipped = _counters(sess, built, log)
     return _result(cfg, built, times,

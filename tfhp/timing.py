@@ -1,5 +1,6 @@
 """Step timings and their summary figures; a figure over repeated runs; JSON result lines.
 Pure Python, no TensorFlow."""
+import collections
 import dataclasses
 import json
 import math
@@ -104,25 +105,36 @@ class Range:
 
 
 class PassTally:
-    """Seconds spent in passes of something, from several threads: e.g. the waits of this
-    process's emulated towers as they happened (`EMULATED_COMPUTE`; a tower's forward and
-    backward pass counts once, at its first layer's wait)."""
+    """Seconds spent in passes of something, from several threads, stage by stage: e.g. the
+    waits of this process's emulated towers as they happened (`EMULATED_COMPUTE`; a tower's
+    forward pass and its backward pass each count once, at their first wait)."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._seconds = 0.0
-        self._passes = 0
+        self._seconds = collections.Counter()
+        self._passes = collections.Counter()
 
-    def add(self, seconds, new_pass):
-        """Adds `seconds`; new_pass: they begin a pass."""
+    def add(self, seconds, new_pass, stage=''):
+        """Adds `seconds` to `stage`; new_pass: they begin one of its passes."""
         with self._lock:
-            self._seconds += seconds
-            self._passes += int(new_pass)
+            self._seconds[stage] += seconds
+            self._passes[stage] += int(new_pass)
+
+    def reset(self):
+        """Forgets every pass so far (a new run's tally starts here)."""
+        with self._lock:
+            self._seconds.clear()
+            self._passes.clear()
 
     def per_pass_s(self):
-        """Mean seconds per pass (None before any pass)."""
+        """The mean seconds of a pass of each stage, added over the stages (None before any
+        pass). Each stage is meaned over its own passes: forward passes with no backward (a
+        final loss, an inference run) do not dilute the forward-and-backward time."""
         with self._lock:
-            return self._seconds / self._passes if self._passes else None
+            if not self._passes:
+                return None
+            return sum(self._seconds[stage] / passes for stage, passes in self._passes.items()
+                       if passes)
 
 
 # The emulated compute of this process (`tfhp.emulation.model`).
