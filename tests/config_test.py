@@ -47,6 +47,20 @@ from tfhp import config as config_lib
      'not to --gradient_transfer_dtype=float16'),
     (lambda: config_lib.ProfileConfig(trace_file='/t', trace_memory=True,
                                       use_chrome_trace_format=False), '--trace_memory'),
+    (lambda: config_lib.ReplicationConfig(variable_update='replicated', fusion_bucket_bytes=-1),
+     '--fusion_bucket_bytes must be >= 0'),
+    (lambda: config_lib.ReplicationConfig(variable_update='replicated', fusion_bucket_bytes=64,
+                                          gradient_repacking=2),
+     '--fusion_bucket_bytes and --gradient_repacking both pack'),
+    (lambda: config_lib.ReplicationConfig(variable_update='collective_all_reduce',
+                                          fusion_bucket_bytes=64,
+                                          agg_small_grads_max_bytes=64),
+     '--fusion_bucket_bytes and --agg_small_grads_max_bytes both pack'),
+    (lambda: config_lib.ReplicationConfig(fusion_bucket_bytes=64),
+     "--fusion_bucket_bytes applies to .*collective_all_reduce only, got 'parameter_server'"),
+    (lambda: config_lib.ReplicationConfig(variable_update='distributed_replicated',
+                                          fusion_bucket_bytes=64),
+     '--fusion_bucket_bytes applies to'),
 ])
 def test_invalid_settings_name_the_flag(make, flag):
     with pytest.raises(config_lib.ConfigError, match=flag):

@@ -31,6 +31,10 @@ class ReplicationConfig:
       agg_small_grads_max_bytes: if > 0, concatenate runs of gradients of at most this many
         bytes (at most agg_small_grads_max_group per pack) before the all-reduce.
       agg_small_grads_max_group: see agg_small_grads_max_bytes.
+      fusion_bucket_bytes: if > 0, fuse the gradients, last layer first, into buckets of at
+        most this many bytes, each all-reduced as soon as its gradients exist
+        (`tfhp.ops.packing.buckets`); for the all-reduce updates, in one graph or among
+        between-graph workers.
       gradient_transfer_dtype: cast float32 gradients to this dtype for the all-reduce, or, in
         a between-graph job, for sending them to the ps (or the other workers); the older
         spelling of gradient_compression's 16-bit schemes.
@@ -51,6 +55,7 @@ class ReplicationConfig:
     gradient_repacking: int = 0
     agg_small_grads_max_bytes: int = 0
     agg_small_grads_max_group: int = 10
+    fusion_bucket_bytes: int = 0
     gradient_transfer_dtype: str = 'float32'
     gradient_compression: str = compression.NONE
     compression_fraction: Optional[float] = None
@@ -108,11 +113,13 @@ class ReplicationConfig:
                 allreduce_spec.parse(self.all_reduce_spec)
             except ValueError as e:
                 raise errors.ConfigError('--%s' % e) from None
-        errors.require_at_least(self, 0, 'gradient_repacking', 'agg_small_grads_max_bytes')
+        errors.require_at_least(self, 0, 'gradient_repacking', 'agg_small_grads_max_bytes',
+                                'fusion_bucket_bytes')
         errors.require_at_least(self, 1, 'agg_small_grads_max_group')
         errors.require(not (self.gradient_repacking and self.agg_small_grads_max_bytes),
                        '--gradient_repacking and --agg_small_grads_max_bytes both pack gradients; '
                        'use one')
+        self._check_buckets()
         errors.require_choice(self, 'gradient_transfer_dtype', TRANSFER_DTYPES)
         errors.require_choice(self, 'gradient_compression', compression.names())
         if self.compression_fraction is not None:
@@ -140,3 +147,16 @@ class ReplicationConfig:
         errors.require(not (self.all_reduce_spec and self.hierarchical_copy),
                        '--hierarchical_copy and --all_reduce_spec both choose the all-reduce; '
                        'use one')
+
+    def _check_buckets(self):
+        if not self.fusion_bucket_bytes:
+            return
+        packs = [flag for flag, value in (
+            ('--gradient_repacking', self.gradient_repacking),
+            ('--agg_small_grads_max_bytes', self.agg_small_grads_max_bytes)) if value]
+        errors.require(not packs, '--fusion_bucket_bytes and %s both pack gradients; use one',
+                       ' and '.join(packs))
+        errors.require(self.strategy.tower_all_reduce or self.strategy.worker_all_reduce,
+                       '--fusion_bucket_bytes applies to --variable_update in %s only, got %r',
+                       ', '.join(modes.names(lambda s: s.tower_all_reduce or
+                                             s.worker_all_reduce)), self.variable_update)
