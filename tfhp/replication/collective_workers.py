@@ -12,7 +12,10 @@ different values, or did not restore the chief's checkpoint, start equal.
 
 The runtime matches the ops of one collective across processes by (group key, instance key):
 keys come from a counter in graph-building order, which is the same on every worker because
-every worker builds the same graph. Sessions and servers need
+every worker builds the same graph. With a packer (`--fusion_bucket_bytes`: `packing.buckets`)
+each buffer of the plan is one collective, keyed in the plan's order; the plan depends only on
+the gradients' shapes and dtypes in variable order, so every worker makes the same one.
+Sessions and servers need
 `ConfigProto.experimental.collective_group_leader` (`tfhp.cluster.task.server_proto` sets it).
 The group of this manager is GROUP_KEY; other collectives between the same workers take other
 keys.
@@ -25,6 +28,7 @@ that op, instead of training from its own values.
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import collective
+from tfhp.ops import packing
 from tfhp.ops import scopes
 from tfhp.ops import session_hooks
 from tfhp.ops import staging
@@ -48,13 +52,16 @@ class CollectiveWorkers(base.VariableManager):
       compressor: all-reduce the workers' means compressed by this `tfhp.compression`
         scheme, which must be summable (None: as they are); a cast's sum is computed in its
         dtype.
+      packer: None (one collective per gradient), or plan_fn(tensors) -> `packing.Plan` (e.g.
+        a partial of `packing.buckets`), applied to this worker's means: one collective per
+        buffer.
     Raises:
       ValueError: the compressor's payloads cannot be summed (the collective all-reduce
         adds them; it has no all-gather here).
     """
 
     def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0,
-                 compressor=None):
+                 compressor=None, packer=None):
         if compressor is not None and not compressor.summable:
             raise ValueError('gradient compression %r cannot be summed, and the workers\' '
                              'collective all-reduce adds what it carries; use a summable '
@@ -66,6 +73,7 @@ class CollectiveWorkers(base.VariableManager):
         self._is_chief = is_chief
         self._timeout_s = float(timeout_s)
         self._compressor = compressor
+        self._packer = packer
         self._next_key = 1
 
     def _instance_key(self):
@@ -81,6 +89,15 @@ class CollectiveWorkers(base.VariableManager):
     def _all_reduce_mean(self, tensor):
         return collective.reduce(tensor, self._num_workers, GROUP_KEY, self._instance_key(),
                                  final_op='Div', timeout_s=self._timeout_s)
+
+    def _all_reduce_means(self, grads):
+        """The mean over workers of each of this worker's (dense) gradients: a collective per
+        gradient, or per buffer of the packer's plan, keyed in its order."""
+        if self._packer is None:
+            return [self._all_reduce_mean(grad) for grad in grads]
+        plan = self._packer(grads)
+        return packing.unpack([self._all_reduce_mean(buffer)
+                               for buffer in packing.pack(grads, plan)], plan)
 
     def _broadcast_from_chief(self, variables):
         assigns = []
@@ -105,13 +122,11 @@ class CollectiveWorkers(base.VariableManager):
             local=True)
         means = started.gated(transfer.mean_over_towers(tower_grads, self._device,
                                                         self._compressor))
-        reduced = []
         with tf.name_scope(scopes.AGGREGATE), tf.device(self._device):
-            for grad, var in means:
-                if grad is not None:
-                    # Collectives take dense tensors: a sparse gradient is densified here.
-                    mean = self._all_reduce_mean(tf.convert_to_tensor(grad))
-                    reduced.append((transfer.widen(mean, var, self._compressor), var))
+            # Collectives take dense tensors: a sparse gradient is densified here.
+            kept = [(tf.convert_to_tensor(grad), var) for grad, var in means if grad is not None]
+            reduced = [(transfer.widen(mean, var, self._compressor), var) for mean, (_, var) in
+                       zip(self._all_reduce_means([grad for grad, _ in kept]), kept)]
         with tf.name_scope(scopes.APPLY):
             step_op = optimizer_fn().apply_gradients(reduced, global_step=global_step)
             with tf.control_dependencies([step_op]):

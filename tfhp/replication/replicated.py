@@ -23,7 +23,9 @@ class Replicated(per_tower_copies.PerTowerCopies):
       tower_devices: device of each tower.
       all_reduce: an `tfhp.ops.allreduce.AllReduce` (called once per gradient or pack).
       packer: None, or plan_fn(tensors) -> `packing.Plan` (e.g. a partial of
-        `packing.concat_into` or `packing.group_small`), applied to each tower's gradients.
+        `packing.concat_into`, `packing.group_small` or `packing.buckets`), applied to each
+        tower's gradients; each buffer is all-reduced on its own, so with `packing.buckets`
+        the first bucket's all-reduce starts while the backward pass still runs.
     """
 
     def __init__(self, tower_devices, all_reduce, packer=None):
