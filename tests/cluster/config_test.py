@@ -46,6 +46,7 @@ def test_cluster_jobs_and_hosts():
 COLLECTIVE = config_lib.ReplicationConfig(variable_update='collective_all_reduce')
 REPLICATED = config_lib.ReplicationConfig(variable_update='distributed_replicated')
 TARGET = config_lib.RunConfig(target_global_step=40)
+STAGED = config_lib.ReplicationConfig(staged_vars=True)
 
 
 @pytest.mark.parametrize('sections, message', [
@@ -69,10 +70,27 @@ TARGET = config_lib.RunConfig(target_global_step=40)
      'not asynchronous workers'),
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'run': TARGET},
      'not an in-graph job'),
+    ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'replication': STAGED},
+     "--staged_vars across a cluster stages each between-graph worker's reads .*: drop "
+     '--graph_mode=in_graph'),
+    ({'cluster': _cluster(job_name='worker', partition_min_bytes=1024), 'replication': STAGED},
+     '--staged_vars stages whole variables: drop --partition_min_bytes'),
+    ({'cluster': _cluster(job_name='worker', cross_replica_sync=False), 'replication': STAGED,
+      'staleness': config_lib.StalenessConfig(max_gradient_staleness=2)},
+     "--max_gradient_staleness act on measured staleness, which leaves out the lag of "
+     "--staged_vars's staged reads"),
 ])
 def test_cross_section_refusals(sections, message):
     with pytest.raises(config_lib.ConfigError, match=message):
         config_lib.BenchmarkConfig(**sections)
+
+
+@pytest.mark.parametrize('sync', [True, False])
+@pytest.mark.parametrize('job_name', ['worker', 'ps'])
+def test_staged_vars_run_between_graphs(job_name, sync):
+    cfg = config_lib.BenchmarkConfig(
+        cluster=_cluster(job_name=job_name, cross_replica_sync=sync), replication=STAGED)
+    assert cfg.replication.staged_reads and cfg.cluster.mode.graph_per_worker
 
 
 def test_tf_config_chief_becomes_worker_0():

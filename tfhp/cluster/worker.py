@@ -3,8 +3,8 @@
 It builds its graph (`benchmark.build` on a `Topology.between_graph`) with the job's control ops
 (`tfhp.cluster.control`) and its progress counter in the step, waits for its essential peers,
 starts a `task_session.TaskSession` (the chief initialises or restores from --train_dir, and writes
-checkpoints and summaries), checks that the ps tasks can reach it (a restarted worker), warms up
-its staging areas and steps: every step's phase bounded by the watchdog, a failed one ending the
+checkpoints and summaries), checks that the ps tasks can reach it (a restarted worker), primes
+the manager's staged reads, warms up its staging areas and steps: every step's phase bounded by the watchdog, a failed one ending the
 task with the peers to blame named.
 
 When a run ends: synchronous workers end at one global step, the job's end step: the global
@@ -356,7 +356,10 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
     _handshake(sess, graph.handshake, cluster, dog)
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
     dog.phase('the staging warm-up', cluster.step_timeout_s + cluster.peer_timeout_s)
-    # Fill this worker's staging areas (its own input pipeline) before the first step.
+    # The manager's post-init ops (priming staged reads: this worker's own areas), once the
+    # chief initialised or restored the variables; then this worker's input staging areas.
+    if built.post_init_ops:
+        sess.run(built.post_init_ops, options=timeout)
     for k in range(len(built.ops.warmup_ops)):
         sess.run(built.ops.warmup_ops[:k + 1], options=timeout)
     progress = progress_lib.JobProgress(

@@ -100,8 +100,13 @@ def _check_cluster(cfg):
     errors.require(not cfg.run.forward_only or mode.one_graph or cluster.container or
                    cluster.serve_clients, '--forward_only across a cluster runs in one graph: '
                    'add --graph_mode=in_graph (between-graph workers train)')
-    errors.require(not cfg.replication.staged_reads, '%s is for one-process runs',
-                   cfg.replication.staged_reads_flag)
+    staged = cfg.replication.staged_reads_flag if cfg.replication.staged_reads else None
+    errors.require(not staged or (mode.graph_per_worker and not cluster.container),
+                   '%s across a cluster stages each between-graph worker\'s reads of the ps '
+                   'variables: drop %s', staged,
+                   '--container' if cluster.container else '--graph_mode=in_graph')
+    errors.require(not (staged and cluster.partition_min_bytes),
+                   '%s stages whole variables: drop --partition_min_bytes', staged)
     if mode.one_graph:
         errors.require(strategy.runs_in(mode),
                        '--variable_update=%s builds a graph per worker; use '
@@ -135,6 +140,10 @@ def _check_staleness(cfg):
     errors.require(not remedies or cfg.replication.strategy.staleness,
                    '%s need %s, got %r', ', '.join(remedies),
                    _update_flag(lambda s: s.staleness), cfg.replication.variable_update)
+    # tfhp.replication.async_replicas: staged weights are older than the measure says.
+    errors.require(not remedies or not cfg.replication.staged_reads,
+                   '%s act on measured staleness, which leaves out the lag of %s\'s staged '
+                   'reads: drop one', ', '.join(remedies), cfg.replication.staged_reads_flag)
     chief_steps = cfg.run.num_warmup_batches + cfg.run.num_batches
     errors.require(not (between_graph and cfg.staleness.async_warmup_steps > chief_steps),
                    '--async_warmup_steps=%d: the chief takes only %d steps '

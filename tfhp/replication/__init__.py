@@ -82,15 +82,18 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     name = replication_config.variable_update
     if not topology.mode.graph_per_worker:
         return _build(ONE_GRAPH, name, 'in one graph', replication_config, topology)
+    # Only a strategy whose row has staged_reads gets the keyword (the config refuses it for
+    # the others), so a registered builder without staged reads need not take it.
+    staged = dict(staged_vars=True) if replication_config.staged_reads else {}
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
                   compression.get(replication_config.compression,
-                                  replication_config.compression_fraction), remedies)
+                                  replication_config.compression_fraction), remedies, **staged)
 
 
-def _build(builders, name, where, *args):
+def _build(builders, name, where, *args, **kwargs):
     if name not in builders:
         raise ValueError('variable_update %r does not run %s' % (name, where))
-    return builders[name](*args)
+    return builders[name](*args, **kwargs)
 
 
 def _parameter_server(cfg, topology):
@@ -121,10 +124,11 @@ def _sync(topology, cluster, compressor):
         compressor=compressor, per_variable=bool(cluster.ps_pipeline_bytes))
 
 
-def _between_graph_ps(topology, cluster, compressor, remedies):
+def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False):
     worker = topology.input_device
     placement = parameter_server.ParameterServer(topology.tower_devices,
                                                  topology.variable_devices,
+                                                 staged_vars=staged_vars,
                                                  caching_device=worker)
     if cluster.partition_min_bytes and len(topology.variable_devices) > 1:
         placement = partitioning.Partitioned(placement, len(topology.variable_devices),
@@ -154,7 +158,7 @@ def _collective_all_reduce(topology, cluster, compressor, remedies):
 # Builders of each strategy's manager, by the graph layout they run in; the keys are the
 # strategies of `tfhp.modes.STRATEGIES` whose one_graph / graph_per_worker is true (a test
 # checks both agree). One graph: builder(replication_config, topology). A graph per worker:
-# builder(topology, cluster_config, compressor or None, staleness remedies).
+# builder(topology, cluster_config, compressor or None, staleness remedies[, staged_vars=True]).
 ONE_GRAPH = {
     'parameter_server': _parameter_server,
     'replicated': _replicated,
@@ -178,7 +182,8 @@ def register_strategy(row, one_graph=None, graph_per_worker=None):
     Args:
       row: a `tfhp.modes.Strategy`; its one_graph / graph_per_worker say which builders it needs.
       one_graph: builder(replication_config, topology) -> VariableManager.
-      graph_per_worker: builder(topology, cluster_config, compressor, remedies).
+      graph_per_worker: builder(topology, cluster_config, compressor, remedies); a row with
+        staged_reads also gets staged_vars=True under --staged_vars.
     Raises:
       ValueError: a builder the row calls for is missing (or one it does not), or the name is
         taken.

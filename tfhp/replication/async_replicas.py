@@ -9,6 +9,14 @@ Every update's gradient staleness is measured (`tfhp.replication.staleness`, who
 also takes): an `AsyncReplicas` is a `Staleness` over the update alone, however it is built. It
 serves in-graph replicas too (`tfhp.async_runner.build_replica_steps`, one apply per replica).
 Its counters are local variables: run `tf.local_variables_initializer()` as well.
+
+Staged reads (`--staged_vars`, a `ParameterServer(staged_vars=True)` placement): a step computes
+on the weights its worker's staging areas got at its previous step, and refills them from the
+ps variables before it applies its own gradient, so a worker's weights never hold its own last
+update (one step stale on its own), nor the others' updates that landed since that refill. The
+staleness counts start at the step's read of global_step, so they leave that extra lag out:
+they are a lower bound, and the remedies that act on them (--max_gradient_staleness,
+--scale_stale_gradients) are refused with staged reads (`tfhp.config`).
 """
 
 import tensorflow.compat.v1 as tf
@@ -28,11 +36,15 @@ class _ApplyAlone(base.PlacementDelegate):
         self._compressor = compressor
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        means = transfer.mean_over_towers(tower_grads, self._worker_device, self._compressor)
+        # Staged reads are refilled (read before this update) first: see `AsyncReplicas`.
+        tower_grads, reads = self.shared_gradients(tower_grads)
+        means = base.after(reads, transfer.mean_over_towers(tower_grads, self._worker_device,
+                                                            self._compressor),
+                           self._worker_device)
         grads_and_vars = [(transfer.widen(g, v, self._compressor), v) for g, v in means]
         with tf.name_scope(scopes.APPLY):
             train_op = optimizer_fn().apply_gradients(grads_and_vars, global_step=global_step)
-        return base.Update(train_op=train_op, post_init_ops=[], hooks=[])
+        return base.Update(train_op=train_op, post_init_ops=self.post_init_ops(), hooks=[])
 
 
 class AsyncReplicas(staleness.Staleness):

@@ -29,6 +29,15 @@ def map_values(grad, fn):
     return fn(grad)
 
 
+def after(ops, grads_and_vars, device):
+    """grads_and_vars whose gradients are ready only once `ops` ran (identities on `device`);
+    as they are without ops."""
+    if not ops:
+        return grads_and_vars
+    with tf.device(device), tf.control_dependencies(ops):
+        return [(map_values(g, tf.identity), v) for g, v in grads_and_vars]
+
+
 def mean_gradient(grads):
     """Mean of one variable's tower gradients: dense tensors, or IndexedSlices kept sparse."""
     if len(grads) == 1:
@@ -75,6 +84,22 @@ class VariableManager(abc.ABC):
         """
         return []
 
+    def shared_gradients(self, tower_grads):
+        """tower_grads keyed by the shared variables, and the ops an update must wait for.
+
+        For a manager whose towers read the variables through something else (staged reads:
+        `tfhp.replication.staged_vars`), an update built over its placement by another manager
+        (`SyncReplicas`, `AsyncReplicas`) sends each gradient to the variable the read stands
+        for, and only once these ops (the refills of the reads) have read the variables.
+
+        Args:
+          tower_grads: tower_grads[t][v] = (gradient, what tower t read for variable v).
+        Returns:
+          (tower_grads with each read replaced by its variable, [ops]); by default tower_grads
+          as it is and no ops.
+        """
+        return tower_grads, []
+
     def savable_variables(self):
         """Variables a checkpoint holds, by their canonical (tower-independent) names.
 
@@ -105,6 +130,12 @@ class PlacementDelegate(VariableManager):
 
     def trainable_variables(self, tower):
         return self._placement.trainable_variables(tower)
+
+    def shared_gradients(self, tower_grads):
+        return self._placement.shared_gradients(tower_grads)
+
+    def post_init_ops(self):
+        return self._placement.post_init_ops()
 
     def savable_variables(self):
         return self._placement.savable_variables()

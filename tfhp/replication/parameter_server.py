@@ -66,20 +66,25 @@ class ParameterServer(base.VariableManager):
         return [tf.group(*self._staged.put_ops(), name='prime_staged_vars')] if (
             self._staged) else []
 
+    def shared_gradients(self, tower_grads):
+        """Staged reads replaced by their variables, and the refills the update waits for."""
+        if not self._staged:
+            return tower_grads, []
+        return ([[(g, self._staged.variable(read)) for g, read in tower] for tower in tower_grads],
+                self._staged.put_ops())
+
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
         grads_and_vars = []
+        tower_grads, puts = self.shared_gradients(tower_grads)
         with tf.name_scope(scopes.AGGREGATE):
             for per_var in zip(*tower_grads):
                 if per_var[0][0] is None:
                     continue  # a variable the loss does not use
                 var = per_var[0][1]
-                if self._staged:
-                    var = self._staged.variable(var)
                 received = [self._received(t, g, var) for t, (g, _) in enumerate(per_var)]
                 with tf.device(var.device):
                     grads_and_vars.append((base.mean_gradient(received), var))
         # Staged puts read the variables before this step's update changes them.
-        puts = self._staged.put_ops() if self._staged else []
         with tf.name_scope(scopes.APPLY), tf.control_dependencies(puts):
             train_op = optimizer_fn().apply_gradients(grads_and_vars, global_step=global_step)
         return base.Update(train_op=train_op, post_init_ops=self.post_init_ops(), hooks=[])

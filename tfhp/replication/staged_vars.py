@@ -14,6 +14,16 @@ So the weights a step reads are one update old: w_1 = w_0 - lr g(w_0), and for k
 w_{k+1} = w_k - lr g(w_{k-1}). This is SGD with a one-step-stale gradient, not plain SGD: the
 same loss curve is not expected, and a high learning rate or momentum may need lowering.
 (Tested against that recurrence in tests/replication/staged_vars_test.py.)
+
+Between graphs (a `ParameterServer` placement under `SyncReplicas` or `AsyncReplicas`) each
+worker's areas sit on its own devices: a worker-side copy of the ps variables, refilled every
+step before the worker sends its gradient (`VariableManager.shared_gradients` hands the refills
+to the update). Each worker primes its own areas once the chief has initialised or restored the
+variables. Synchronous steps tag a gradient with the step it is sent for, not the older step
+its weights come from, so the staleness the staging makes drops no gradient and every replica
+follows the recurrence above with the mean of the replicas' gradients; asynchronous workers
+never see their own last update. The protocols are in sync_replicas.py and async_replicas.py
+(tested in tests/cluster/staged_vars_test.py).
 """
 import tensorflow.compat.v1 as tf
 

@@ -34,6 +34,18 @@ apart, and `apply_worker_gradients(after_each=...)` runs what depends on one var
 refresh) as soon as that variable's token is there: the pulls of variables already applied
 overlap the pushes still on the wire, both directions of each link busy at once.
 
+Staged reads (`--staged_vars`, a `ParameterServer(staged_vars=True)` placement): each worker's
+towers compute on the weights its staging areas (on its own devices: a worker-side copy of the
+ps variables) got one step earlier, and the step's refill of every area reads the ps variable
+before step 3 sends the gradient (a control dependency). The step's token of step 4 came after
+the chief's apply of the step before, and (without spares) the apply of this step waits for
+this gradient, so a refill reads the weights of exactly L: a step computes on the weights of
+L - 1 (the primed ones at the first step) and its gradient is tagged L, so it is fresh and
+never dropped for the staleness the staging itself makes. Every worker reads the same weights,
+so the job makes the one-process staged recurrence w_{L+1} = w_L - lr mean g(w_{L-1})
+(tests/cluster/staged_vars_test.py). With spares a step may be applied before a late replica's
+refill reads, which then reads the newer weights: at most one step stale, never more.
+
 Why not tf.train.SyncReplicasOptimizer: its replicas use the oldest token's value as L, and the
 tokens a straggler leaves unused stay fresh, so fast replicas send second gradients for a step in
 the straggler's place. Measured (3 workers, 1 ps, loopback, one worker delayed 200 ms per step,
@@ -158,9 +170,13 @@ class SyncReplicas(base.PlacementDelegate):
         return {'dropped_gradients': self._dropped.read_value()}
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        return self.apply_worker_gradients(
-            transfer.mean_over_towers(tower_grads, self._worker_device, self._compressor),
-            optimizer_fn, global_step)
+        # Staged reads (the placement's): sent to their variables once this step's refills
+        # have read them (see the module doc).
+        tower_grads, reads = self.shared_gradients(tower_grads)
+        means = transfer.mean_over_towers(tower_grads, self._worker_device, self._compressor)
+        update = self.apply_worker_gradients(base.after(reads, means, self._worker_device),
+                                             optimizer_fn, global_step)
+        return update._replace(post_init_ops=self.post_init_ops())  # e.g. priming the reads
 
     def apply_worker_gradients(self, grads_and_vars, optimizer_fn, global_step,
                                after_each=None):
