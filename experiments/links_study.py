@@ -8,8 +8,9 @@ loopback's memory speed, carries the parameters. Studies (--studies):
               compute) and a real small model (lenet, 6.7 MB), next to the bound W x S / (K x B)
               of the ps NIC per direction and the estimate of a synchronous step whose reads and
               gradients take turns (twice that); `*`: range apart from the same job on 1 ps.
-  modes       parameter_server (1 and 2 ps) vs distributed_replicated vs collective all-reduce,
-              synchronous, at one rate (--modes_rate); `*`: apart from parameter_server, 1 ps.
+  modes       parameter_server (1 and 2 ps) vs distributed_replicated vs collective all-reduce
+              (gradient by gradient, in 4 MiB fusion buckets, in one pack), synchronous, at one
+              rate (--modes_rate); `*`: apart from parameter_server, 1 ps.
   precision   gradients sent in float32 vs each scheme of --precision_schemes (default bfloat16,
               float16; any --gradient_compression: sign, topk, randomk, ...) for each of
               --precision_updates at one rate: time saved against bytes saved; `*`: apart

@@ -132,6 +132,8 @@ ABLATIONS = _by_label([
     Preset('between-graph collective_all_reduce', 'collective_all_reduce'),
 ])
 
+# A bucket larger than any model's gradients together: --fusion_bucket_bytes as one pack.
+ONE_PACK_BYTES = 1 << 40
 LINKS = {
     'ps': Preset('parameter_server, 1 ps', 'parameter_server'),
     'ps2': Preset('parameter_server, 2 ps', 'parameter_server', num_ps=2),
@@ -142,6 +144,14 @@ LINKS = {
     'pipelined2': Preset('distributed_replicated pipelined, 2 ps', 'distributed_replicated',
                          num_ps=2, options=(('ps_pipeline_bytes', 1 << 20),)),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
+    # Fusion buckets (--fusion_bucket_bytes): 4 MiB buckets, last layer first, each all-reduced
+    # as soon as it fills, against one bucket of every gradient (the single pack, all-reduced
+    # after the backward pass).
+    'all_reduce_buckets': Preset('collective_all_reduce, 4 MiB buckets',
+                                 'collective_all_reduce',
+                                 options=(('fusion_bucket_bytes', 4 << 20),)),
+    'all_reduce_one_pack': Preset('collective_all_reduce, one pack', 'collective_all_reduce',
+                                  options=(('fusion_bucket_bytes', ONE_PACK_BYTES),)),
 }
 
 
