@@ -117,6 +117,7 @@ def train(combo, options, data_dir, train_dir, extra_flags=(), seed=None):
         r = outcome.result
         figures = dict(staleness.summary(r), global_steps=r['global_step'],
                        train_time_s=r['wall_time_s'], images_per_sec=r['images_per_sec'],
+                       final_loss=r['final_loss'],
                        images_per_update=r['batch_size'] * (
                            1 if 'replica_steps' in r else r['num_devices']))
         return figures, [tuple(c) for c in r['checkpoints']]
@@ -133,7 +134,7 @@ def train(combo, options, data_dir, train_dir, extra_flags=(), seed=None):
                    global_steps=max(w['global_steps'][-1] for w in workers),
                    train_time_s=max(w['end_times'][-1] for w in workers) - chief[
                        'timed_start_time'],
-                   images_per_sec=job['images_per_sec'],
+                   images_per_sec=job['images_per_sec'], final_loss=chief['final_loss'],
                    dropped_gradients=job['dropped_gradients'],
                    images_per_update=options.batch_size * (
                        options.num_replicas if synchronous else 1))

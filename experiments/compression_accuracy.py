@@ -1,0 +1,225 @@
+"""Accuracy of each gradient compression scheme, with and without error feedback (#26).
+
+Each scheme of --schemes (`tfhp.compression`; 'none': float32 gradients) trains the same CNN on
+the same learnable data set for the same steps with the same seeds (repeat r: --seed + r), then
+every checkpoint is evaluated on the whole validation set (experiments/convergence.py trains
+and evaluates, as for four_combos' in_graph_sync). The mode is in-graph synchronous training
+in one process, --num_replicas towers on virtual CPU devices and the variables on a parameter
+device (`--variable_update=parameter_server`): each tower sends its compressed gradient there,
+which decompresses every tower's payload before it means them, exactly what a between-graph
+worker's payload meets at a ps. Every scheme runs in it (an all-reduce carries the schemes that
+cannot be summed only with some specs); --tfhp_flags can pick another, e.g.
+--tfhp_flags=--variable_update=replicated,--all_reduce_spec=xring.
+
+Figures per scheme: validation top-1 after the last step and the training loss of one batch
+after it, median [min-max] over --repeats; the bytes a replica sends per step as a share of
+float32's (the scheme's `wire_ratio`); the difference of the top-1 medians to float32's and
+whether it is real or within noise (experiments/stats.py: ranges apart, at 3 repeats or more).
+A scheme without error feedback follows its twin with it (same compressor, same fraction), and
+the conclusion says what the feedback buys.
+
+  python -m experiments.compression_accuracy --plot=accuracy.png   # every scheme, 3 repeats
+  python -m experiments.compression_accuracy --schemes=none,sign,sign_noef --repeats=5
+"""
+import dataclasses
+import functools
+
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
+
+from absl import flags  # pylint: disable=g-import-not-at-top
+
+from experiments import common
+from experiments import convergence
+from experiments import frame
+from experiments import presets
+from experiments import stats
+from tfhp import compression
+from tfhp import modes
+from tfhp import plots
+from tfhp import provenance
+from tfhp.data import info as info_lib
+
+FLAGS = flags.FLAGS
+SCHEMES = ('none', 'float16', 'bfloat16', 'sign', 'sign_noef', 'topk', 'topk_noef', 'randomk')
+COMBO = presets.combo(modes.IN_GRAPH, synchronous=True)
+FIGURES = ('final_accuracy', 'final_loss', 'images_per_sec')
+TABLE = [('scheme', 'label', None), ('error feedback', 'error_feedback', None),
+         ('wire ratio', 'wire_ratio', '%.3f'), ('val top-1', 'final_accuracy', '%.3f'),
+         ('vs float32', 'accuracy_vs_float32', '%+.3f'), ('verdict', 'verdict', None),
+         ('final loss', 'final_loss', '%.2f')]
+
+
+def _compressor(scheme, fraction):
+    return compression.get(scheme, fraction if compression.takes_fraction(scheme) else None)
+
+
+def wire_ratio(scheme, fraction=None):
+    """The bytes a replica sends per step in `scheme`, as a share of float32's: the scheme's
+    `wire_ratio` (sign: 1/32, a sparse scheme 2 * fraction for values and indices)."""
+    compressor = _compressor(scheme, fraction)
+    return compressor.wire_ratio if compressor else 1.0
+
+
+def label(scheme):
+    """A scheme's row label: 'float32' for uncompressed gradients, else its name."""
+    return 'float32' if scheme == compression.NONE else scheme
+
+
+def twins(schemes, fraction=None):
+    """{scheme without error feedback: its twin with it} among `schemes`: the same compressor
+    and fraction, one keeping a residual and one not (e.g. sign_noef: sign)."""
+    built = {s: _compressor(s, fraction) for s in schemes}
+    found = {}
+    for name, with_ef in built.items():
+        for other, without in built.items():
+            if (with_ef is not None and without is not None and with_ef.error_feedback and
+                    not without.error_feedback and type(without) is type(with_ef) and
+                    getattr(without, 'fraction', None) == getattr(with_ef, 'fraction', None)):
+                found[other] = name
+    return found
+
+
+def ordered(schemes, fraction=None):
+    """`schemes` with float32 first and each one without error feedback right after its twin."""
+    pairs = twins(schemes, fraction)
+    rows = [s for s in schemes if s == compression.NONE]
+    for scheme in schemes:
+        if scheme not in rows and scheme not in pairs:
+            rows += [scheme] + [s for s in schemes if pairs.get(s) == scheme]
+    return rows
+
+
+def measure(scheme, twin, fraction, options, data_dir, work_dir, tfhp_flags, seed):
+    """Trains and evaluates one scheme with one seed; its record.
+
+    Args:
+      scheme: a --gradient_compression value.
+      twin: the scheme it is without error feedback, or None.
+      fraction: --compression_fraction for the schemes that take one (None: registered).
+      options: `convergence.Options`; data_dir: the learnable data set; work_dir: checkpoints.
+      tfhp_flags: further tfhp flags (--tfhp_flags).
+      seed: this repeat's --tf_random_seed.
+    """
+    compressor = _compressor(scheme, fraction)
+    extra = ['--gradient_compression=' + scheme]
+    if fraction is not None and compression.takes_fraction(scheme):
+        extra.append('--compression_fraction=%g' % fraction)
+    record = convergence.run_combo(COMBO, options, data_dir, work_dir,
+                                   list(tfhp_flags) + extra, label(scheme), seed)
+    return dict(record, study='compression_accuracy', scheme=scheme,
+                twin_of=twin and label(twin), fraction=getattr(compressor, 'fraction', None),
+                error_feedback=compressor.error_feedback if compressor else None,
+                wire_ratio=wire_ratio(scheme, fraction))
+
+
+def compare_to_float32(records):
+    """Marks each record against float32's (`stats.mark`) and adds the difference of the top-1
+    medians ('accuracy_vs_float32') and its 'verdict'; without a float32 row, nothing."""
+    reference = [r for r in records if r['scheme'] == compression.NONE]
+    if not reference:
+        return records
+    stats.mark(records, reference[0], FIGURES)
+    for record in records:
+        if record is not reference[0]:
+            record['accuracy_vs_float32'] = (record['final_accuracy']['median'] -
+                                             reference[0]['final_accuracy']['median'])
+            record['verdict'] = record['vs_reference']['final_accuracy']
+    return records
+
+
+@dataclasses.dataclass(frozen=True)
+class Chance:
+    """What guessing scores on the validation set: its level and one standard error."""
+    level: float
+    error: float
+
+    @classmethod
+    def of(cls, data_dir):
+        """Uniform guessing over the data set's classes, on its validation examples."""
+        info = info_lib.load(data_dir)
+        level = 1.0 / info.num_classes
+        return cls(level, (level * (1 - level) / info.num_examples['validation']) ** 0.5)
+
+
+def conclusion(records, chance):
+    """Lines: each scheme against float32, what error feedback buys in each twin pair, and the
+    rows whose median top-1 is within 3 standard errors of chance."""
+    lines = ['%s: top-1 %+.3f vs float32, %s' % (r['label'], r['accuracy_vs_float32'],
+                                                 r['verdict'])
+             for r in records if 'verdict' in r]
+    words = {1: 'real', 0: 'within noise', -1: 'real, and against it'}
+    by_label = {r['label']: r for r in records}
+    for without in records:
+        with_ef = by_label.get(without['twin_of'])
+        if with_ef:
+            lines.append('error feedback buys %s %+.3f top-1 over %s (%s)' % (
+                with_ef['label'], with_ef['final_accuracy']['median'] -
+                without['final_accuracy']['median'], without['label'],
+                words[stats.compare(with_ef['final_accuracy'], without['final_accuracy'])]))
+    lines += ['%s sits at chance (%.2f)' % (r['label'], chance.level) for r in records
+              if r['final_accuracy']['median'] < chance.level + 3 * chance.error]
+    return lines
+
+
+# The plot's series: which rows each holds.
+_KINDS = (('error feedback', lambda r: bool(r['error_feedback'])),
+          ('float32 and casts (no state)', lambda r: r['error_feedback'] is None or (
+              not r['error_feedback'] and not r['twin_of'])),
+          ('no error feedback', lambda r: bool(r['twin_of'])))
+
+
+def plot(records, path, title, chance):
+    """Validation top-1 and final training loss per scheme, error feedback and without it side
+    by side at their scheme's tick, min-max bars over the repeats."""
+    groups = [r['label'] for r in records if not r['twin_of']]
+
+    def series(key):
+        rows = []
+        for index, (name, belongs) in enumerate(_KINDS):
+            members = [r for r in records if belongs(r)]
+            # The stateless schemes have no twin beside them: their points stay on the tick.
+            rows.append((name, [groups.index(r['twin_of'] or r['label']) for r in members],
+                         [r[key] for r in members], {'linestyle': 'none', 'dodge': index != 1}))
+        return rows
+
+    plots.line_panels(
+        path, [('validation top-1', series('final_accuracy'), [(chance.level, 'chance')],
+                'top-1 accuracy'),
+               ('training loss after the last step', series('final_loss'), [], 'loss')],
+        xlabel='gradients on the wire', ylabel='', title=title,
+        xticks=list(enumerate(groups)), caption=provenance.caption())
+
+
+def study():
+    """Every scheme of --schemes, --repeats times in rounds, reported against float32."""
+    common.check_choices('schemes', FLAGS.schemes, compression.names())
+    options, data_dir = convergence.study_setup()
+    fraction = FLAGS.compression_fraction
+    pairs = twins(FLAGS.schemes, fraction)
+    rows = [functools.partial(measure, s, pairs.get(s), fraction, options, data_dir,
+                              FLAGS.work_dir, FLAGS.tfhp_flags)
+            for s in ordered(FLAGS.schemes, fraction)]
+    chance = Chance.of(data_dir)
+    title = '%s, %d replicas, %d steps of %d per replica; %s' % (
+        options.model, options.num_replicas, options.num_steps, options.batch_size,
+        plots.spread_text(options.repeats))
+
+    def table(records):
+        print(title)
+        common.print_table(records, TABLE, 'float32')
+        print('conclusion, from the repeats (experiments/stats.py):')
+        print('\n'.join('  ' + line for line in conclusion(records, chance)))
+
+    frame.run(rows, FIGURES, table, finish=compare_to_float32,
+              plot=lambda records, path: plot(records, path, title, chance))
+
+
+if __name__ == '__main__':
+    flags.DEFINE_list('schemes', list(SCHEMES), 'Gradient compression schemes (none: float32).')
+    flags.DEFINE_float('compression_fraction', None, 'Share of the elements the sparse schemes '
+                       'send (default: each scheme\'s registered one, 0.01).')
+    frame.main(study, **convergence.define_flags(
+        convergence.Options(num_steps=300, eval_every=50), 'tfhp_compression_accuracy',
+        plot='top-1 and final loss per scheme'))
