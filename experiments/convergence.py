@@ -134,7 +134,7 @@ def train(combo, options, data_dir, train_dir, extra_flags=(), seed=None):
                    global_steps=max(w['global_steps'][-1] for w in workers),
                    train_time_s=max(w['end_times'][-1] for w in workers) - chief[
                        'timed_start_time'],
-                   images_per_sec=job['images_per_sec'], final_loss=chief['final_loss'],
+                   images_per_sec=job['images_per_sec'], final_loss=chief.get('final_loss'),
                    dropped_gradients=job['dropped_gradients'],
                    images_per_update=options.batch_size * (
                        options.num_replicas if synchronous else 1))
