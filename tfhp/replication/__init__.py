@@ -38,8 +38,12 @@ def worker_protocol(replication_config, topology):
 
 
 def make_variable_manager(replication_config, topology, cluster_config=None,
-                          staleness_config=None):
+                          staleness_config=None, trains=True):
     """Builds the VariableManager a ReplicationConfig names, for a Topology.
+
+    A between-graph worker that does not train (inference, --forward_only) reads the variables
+    where the ps tasks hold them, whatever the strategy trains them with (the masters of
+    `distributed_replicated` carry the same names and placement): a `ParameterServer`.
 
     Asynchronous parameter-server training (topology.synchronous false) measures
     gradient staleness and applies staleness_config's remedies (`staleness.Staleness`): between
@@ -52,9 +56,14 @@ def make_variable_manager(replication_config, topology, cluster_config=None,
       cluster_config: a `tfhp.config.ClusterConfig`; needed when the topology is one worker's
         of a between-graph job (spare replicas, partitioning, the step timeout).
       staleness_config: a `tfhp.config.StalenessConfig`, or None (measure only).
+      trains: False for a graph that only reads the variables (evaluation, inference).
     Returns:
       A `tfhp.replication.base.VariableManager`.
     """
+    if not trains and topology.mode.graph_per_worker:
+        return parameter_server.ParameterServer(topology.tower_devices,
+                                                topology.variable_devices,
+                                                caching_device=topology.input_device)
     remedies = _remedies(topology, cluster_config, staleness_config)
     manager = _make_manager(replication_config, topology, cluster_config, remedies)
     asynchronous = not topology.synchronous and replication_config.strategy.staleness
@@ -85,9 +94,13 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     # Only a strategy whose row has staged_reads gets the keyword (the config refuses it for
     # the others), so a registered builder without staged reads need not take it.
     staged = dict(staged_vars=True) if replication_config.staged_reads else {}
+    # Likewise packer= (--fusion_bucket_bytes), for a row with worker_all_reduce only.
+    packer = _packer(replication_config)
+    fused = dict(packer=packer) if packer else {}
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
                   compression.get(replication_config.compression,
-                                  replication_config.compression_fraction), remedies, **staged)
+                                  replication_config.compression_fraction), remedies,
+                  **staged, **fused)
 
 
 def _build(builders, name, where, *args, **kwargs):
@@ -148,17 +161,18 @@ def _distributed_replicated(topology, cluster, compressor, remedies):
         pipeline_bytes=cluster.ps_pipeline_bytes)
 
 
-def _collective_all_reduce(topology, cluster, compressor, remedies):
+def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None):
     del remedies  # Synchronous only.
     return collective_workers.CollectiveWorkers(
         topology.tower_devices, topology.num_workers, topology.is_chief,
-        timeout_s=cluster.step_timeout_s, compressor=compressor)
+        timeout_s=cluster.step_timeout_s, compressor=compressor, packer=packer)
 
 
 # Builders of each strategy's manager, by the graph layout they run in; the keys are the
 # strategies of `tfhp.modes.STRATEGIES` whose one_graph / graph_per_worker is true (a test
 # checks both agree). One graph: builder(replication_config, topology). A graph per worker:
-# builder(topology, cluster_config, compressor or None, staleness remedies[, staged_vars=True]).
+# builder(topology, cluster_config, compressor or None, staleness remedies[, staged_vars=True]
+# [, packer=plan_fn]).
 ONE_GRAPH = {
     'parameter_server': _parameter_server,
     'replicated': _replicated,
@@ -183,7 +197,8 @@ def register_strategy(row, one_graph=None, graph_per_worker=None):
       row: a `tfhp.modes.Strategy`; its one_graph / graph_per_worker say which builders it needs.
       one_graph: builder(replication_config, topology) -> VariableManager.
       graph_per_worker: builder(topology, cluster_config, compressor, remedies); a row with
-        staged_reads also gets staged_vars=True under --staged_vars.
+        staged_reads also gets staged_vars=True under --staged_vars, and one with
+        worker_all_reduce packer=plan_fn under --fusion_bucket_bytes (`packing.buckets`).
     Raises:
       ValueError: a builder the row calls for is missing (or one it does not), or the name is
         taken.
@@ -225,6 +240,10 @@ def make_all_reduce(replication_config, topology):
 
 
 def _packer(cfg):
+    """The gradient packing policy the packing flags name: plan_fn(tensors) -> `packing.Plan`,
+    or None (each gradient all-reduced alone)."""
+    if cfg.fusion_bucket_bytes:
+        return functools.partial(packing.buckets, bucket_bytes=cfg.fusion_bucket_bytes)
     if cfg.gradient_repacking:
         return functools.partial(packing.concat_into, num_packs=cfg.gradient_repacking)
     if cfg.agg_small_grads_max_bytes:
