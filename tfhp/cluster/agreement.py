@@ -18,6 +18,8 @@ SETTINGS = {
     'cross_replica_sync': ('cluster', 'cross_replica_sync'),
     'replicas_to_aggregate': ('cluster', 'replicas_to_aggregate'),
     'partition_min_bytes': ('cluster', 'partition_min_bytes'),
+    # Workers that cut their gradients into other buckets issue collectives that never match.
+    'fusion_bucket_bytes': ('replication', 'fusion_bucket_bytes'),
 }
 _CLUSTER_FLAGS = {'ps': '--ps_hosts', 'worker': '--worker_hosts', 'controller': '--controller_host'}
 
