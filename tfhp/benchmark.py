@@ -202,7 +202,8 @@ def build(cfg, topology=None, finalize=True, container=''):
         pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes,
                                   info.name)
         manager = replication.make_variable_manager(config_lib.all_reduce_replication(cfg),
-                                                    topology, cfg.cluster, cfg.staleness)
+                                                    topology, cfg.cluster, cfg.staleness,
+                                                    trains=cfg.trains)
         delay_s = (cfg.cluster.straggler_delay_s(topology.task_index, 'compute')
                    if topology.mode.graph_per_worker else 0.0)
         if cfg.model.emulated_compute:
@@ -220,6 +221,9 @@ def build(cfg, topology=None, finalize=True, container=''):
             ops = input_only.build_step(pipeline, topology)
             post_init_ops = []
         elif not cfg.trains:
+            # In a cluster the global step (the weights' step) is the ps tasks' one.
+            with tf.device(topology.variable_devices[0] if topology.mode.cluster else None):
+                tf.train.get_or_create_global_step()
             ops = step.build_eval_step(pipeline, model_fn, manager, topology,
                                        compile_towers=cfg.xla.xla_compile)
             post_init_ops = manager.post_init_ops()

@@ -41,3 +41,34 @@ def test_staged_vars_between_graphs_trains_to_its_end(tmp_path, sync):
     else:
         assert summary['staleness_count'] == 24
         assert summary['global_step'] <= 2 * (2 + 12)
+
+
+def test_forward_only_between_graphs_times_each_workers_inference(tmp_path):
+    """Each worker its own graph: the chief initialises the ps tasks' variables, both time
+    --num_batches forward steps on them, and the launcher sums their figures."""
+    summary, output = _launch_clean(tmp_path, '--forward_only', '--num_batches=5')
+    workers = summary['tasks']
+    assert [w['task'] for w in workers] == ['worker 0', 'worker 1']
+    for w in workers:
+        assert w['num_steps'] == 5 and w['images'] == 10 and w['images_per_sec'] > 0
+        assert w['warmup_steps'] == 2 and w['global_step'] == 0  # nothing trained
+        assert 'final_loss' not in w
+        assert w['variable_bytes_by_device'] == {'/job:ps/task:0/device:CPU:0': 4 * 49355}
+    # Both read the chief's weights, not weights of their own.
+    assert workers[0]['variables_checksum'] == workers[1]['variables_checksum'] != 0
+    assert 0 < summary['cluster_images_per_sec'] <= sum(w['images_per_sec'] for w in workers)
+    assert output.count('timed forward steps') == 2
+
+
+def test_forward_only_between_graphs_restores_the_trained_weights(tmp_path):
+    """Inference on what a distributed_replicated job trained: the chief restores its
+    checkpoint (the masters' names are parameter_server's), so both workers read its weights."""
+    train_dir = str(tmp_path / 'train')
+    trained, _ = _launch_clean(tmp_path, '--variable_update=distributed_replicated',
+                               '--num_batches=4', '--train_dir=' + train_dir)
+    summary, _ = _launch_clean(tmp_path, '--forward_only', '--num_batches=3',
+                               '--train_dir=' + train_dir)
+    for w in summary['tasks']:
+        assert w['global_step'] == 2 + 4 and w['num_steps'] == 3
+        assert w['variables_checksum'] == pytest.approx(
+            trained['tasks'][0]['variables_checksum'], rel=1e-6)

@@ -58,8 +58,11 @@ STAGED = config_lib.ReplicationConfig(staged_vars=True)
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'),
       'replication': REPLICATED}, 'builds a graph per worker'),
     ({'run': TARGET}, 'not a run without a cluster'),
-    ({'cluster': _cluster(job_name='worker'), 'run': config_lib.RunConfig(forward_only=True)},
-     '--forward_only across a cluster runs in one graph: add --graph_mode=in_graph'),
+    ({'cluster': _cluster(job_name='worker'), 'run': config_lib.RunConfig(forward_only=True),
+      'replication': COLLECTIVE},
+     '--forward_only between graphs reads the variables on the ps tasks: it needs '
+     '--variable_update in parameter_server, distributed_replicated, got '
+     "'collective_all_reduce'"),
     ({'cluster': _cluster(job_name='worker', ps_pipeline_bytes=1 << 20)},
      '--ps_pipeline_bytes pipelines the synchronous steps of --variable_update='
      'distributed_replicated between graphs .*; got parameter_server'),

@@ -74,6 +74,15 @@ def server_proto(cfg, group_leader=''):
     return proto
 
 
+def bytes_by_device(variables):
+    """{device: bytes of the variables placed there}: each ps task's share of the traffic."""
+    loads = {}
+    for v in variables:
+        device = tf.DeviceSpec.from_string(v.device).to_string()
+        loads[device] = loads.get(device, 0) + v.shape.num_elements() * v.dtype.size
+    return loads
+
+
 def checkpoint_step(train_dir):
     """Global step of the latest checkpoint in train_dir, 0 without one."""
     path = tf.train.latest_checkpoint(train_dir) if train_dir else None

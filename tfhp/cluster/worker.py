@@ -38,6 +38,7 @@ from tfhp.cluster import agreement
 from tfhp.cluster import control
 from tfhp.cluster import errors
 from tfhp.cluster import events as events_lib
+from tfhp.cluster import inference
 from tfhp.cluster import liveness
 from tfhp.cluster import progress as progress_lib
 from tfhp.cluster import servers
@@ -92,15 +93,6 @@ def _chief_hooks(cfg, built, events):
     return hooks
 
 
-def _bytes_by_device(variables):
-    """{device: bytes of the variables placed there}: each ps task's share of the traffic."""
-    loads = {}
-    for v in variables:
-        device = tf.DeviceSpec.from_string(v.device).to_string()
-        loads[device] = loads.get(device, 0) + v.shape.num_elements() * v.dtype.size
-    return loads
-
-
 _WorkerGraph = collections.namedtuple('_WorkerGraph', [
     'built',      # benchmark.Built (not finalized: the session's hooks add ops)
     'train_op',   # the step, which also advances this worker's progress counter
@@ -109,7 +101,7 @@ _WorkerGraph = collections.namedtuple('_WorkerGraph', [
     'end_after',  # {steps: op moving the job's end to the global step + steps}
     'end_at_target',  # op moving it to --target_global_step (None without one)
     'final',      # read once at the end: counters, loss, a checksum of the variables
-    'placement',  # _bytes_by_device of the trainable variables
+    'placement',  # task.bytes_by_device of the trainable variables
     'handshake',  # moves a tensor from this worker to every ps task (see `_handshake`)
 ])
 
@@ -139,7 +131,7 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
                             end_at_target=(ctl.end_at(cfg.run.target_global_step)
                                            if cfg.run.target_global_step else None),
                             final=final,
-                            placement=_bytes_by_device(tf.trainable_variables()),
+                            placement=task_lib.bytes_by_device(tf.trainable_variables()),
                             handshake=tf.group(*copies))
 
 
@@ -151,8 +143,9 @@ def run(cfg, log, stop, fail):
     ps = [('ps', i) for i in range(len(cluster.ps_hosts))]
     others = [('worker', w) for w in range(cluster.num_workers) if w != index]
     # Without these peers this worker cannot go on; it also waits for them at the start.
+    # Inference needs the ps tasks alone (the chief only initialises).
     essential = ps + (others if protocol.all_reduce else [('worker', 0)] if (
-        index != 0 and protocol.common_end) else [])
+        index != 0 and protocol.common_end and cfg.trains) else [])
     # The chief checks every worker's settings; the others check the chief's (agreement is
     # transitive) and watch what they depend on: reads grow with the workers, not their square.
     watched = ps + (others if protocol.all_reduce or index == 0 else [('worker', 0)])
@@ -173,6 +166,8 @@ def run(cfg, log, stop, fail):
         servers.wait_for_peers(task.watch, servers.peers(cluster, essential),
                                cluster.peer_timeout_s)
         startup.mark('peers')
+        if not cfg.trains:  # --forward_only
+            return inference.run(cfg, log, stop, task, proto, topology, events, _step_runner)
         return _train_worker(cfg, log, stop, task, proto, protocol, topology, events)
     except config_lib.ConfigError as e:
         # A setting at fault (a peer that never answered, the chief that never initialised,

@@ -96,10 +96,13 @@ def _check_cluster(cfg):
                        ('--eval_during_training_*', cfg.evaluation.during_training)):
         errors.require(not used or cluster.container or cluster.serve_clients,
                        '%s runs in one process; drop --job_name', flag)
-    # Inference across a cluster is the one-process runner's, driven by the in-graph client.
-    errors.require(not cfg.run.forward_only or mode.one_graph or cluster.container or
-                   cluster.serve_clients, '--forward_only across a cluster runs in one graph: '
-                   'add --graph_mode=in_graph (between-graph workers train)')
+    # Inference across a cluster: the in-graph client's one-process runner, or each
+    # between-graph worker reading the ps tasks' variables (tfhp.cluster.inference).
+    errors.require(not cfg.run.forward_only or mode.one_graph or strategy.uses_ps or
+                   cluster.container or cluster.serve_clients,
+                   '--forward_only between graphs reads the variables on the ps tasks: it needs '
+                   '%s, got %r (or --graph_mode=in_graph)',
+                   _update_flag(lambda s: s.uses_ps and s.graph_per_worker), update)
     staged = cfg.replication.staged_reads_flag if cfg.replication.staged_reads else None
     errors.require(not staged or (mode.graph_per_worker and not cluster.container),
                    '%s across a cluster stages each between-graph worker\'s reads of the ps '

@@ -1,0 +1,120 @@
+"""A between-graph worker timing inference (--forward_only) on the ps tasks' variables.
+
+Each worker builds the forward step (`step.build_eval_step`, through `benchmark.build`) against
+the variables where the ps tasks hold them, whatever strategy trains them
+(`replication.make_variable_manager(trains=False)`). The chief initialises them, or restores
+--train_dir's latest checkpoint; the others wait for that, bounded by --peer_timeout_s. Then each
+worker on its own warms up its input staging, runs --num_warmup_batches untimed and
+--num_batches timed forward steps, and ends: nothing moves the variables or the global step, so
+there is no sync protocol and no common end. A stop signal ends this worker after its step.
+
+Its result is a training worker's (`tfhp.results.Worker`): the wall-clock end of every timed
+step, from which the launcher computes the job's images/sec, and a checksum of the variables it
+read, equal on every worker (each read the chief's weights, not weights of its own).
+"""
+import time
+
+import tensorflow.compat.v1 as tf
+
+from tfhp import benchmark
+from tfhp import results
+from tfhp import session as session_lib
+from tfhp import startup
+from tfhp.cluster import errors
+from tfhp.cluster import servers
+from tfhp.cluster import task as task_lib
+from tfhp.cluster import task_session
+
+
+def run(cfg, log, stop, task, proto, topology, events, step_runner):
+    """Runs this worker's inference (see the module doc); returns its result dict.
+
+    Args:
+      cfg: the worker's BenchmarkConfig (cfg.run.forward_only).
+      log: called with each line to print.
+      stop: the process's `signals.StopSignals`.
+      task: its started `task.Task`.
+      proto: its server's ConfigProto.
+      topology: its `Topology.between_graph`.
+      events: its `events.EventLog`.
+      step_runner: step_runner(sess, cluster, dog, what) -> run(fetches), each run a step the
+        watchdog bounds (`tfhp.cluster.worker`'s).
+    """
+    cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
+    built = benchmark.build(cfg, topology, finalize=False)
+    with built.graph.as_default():
+        variables = tf.trainable_variables()
+        checksum = tf.add_n([tf.reduce_sum(tf.cast(v, tf.float64)) for v in variables])
+        global_step = tf.train.get_global_step()
+    startup.mark('graph')
+    log('worker %d: forward only, %d tower(s), batch %d per tower, %d trainable parameters'
+        % (index, topology.num_towers, built.batch_size, built.num_params))
+    chief = 'chief worker 0 at %s' % cluster.worker_hosts[0]
+    dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
+              2 * cluster.peer_timeout_s)
+    session_start = time.time()
+    restored = task_lib.checkpoint_step(cfg.run.train_dir) if topology.is_chief else 0
+    with built.graph.as_default():
+        try:
+            sess = task_session.TaskSession(
+                task.server.target, task_session.session_config(
+                    proto, ['/job:ps', '/job:worker/task:%d' % index]),
+                built.saver, initialise=topology.is_chief,
+                checkpoint_dir=cfg.run.train_dir if topology.is_chief else None, hooks=[],
+                timeout_s=cluster.peer_timeout_s)
+        except task_session.NotInitialised:
+            raise errors.ClusterError('%s did not initialise the model within %g s'
+                                      % (chief, cluster.peer_timeout_s)) from None
+    ready_time = time.time()
+    if restored:
+        events.note('restored the checkpoint of global step %d from %s'
+                    % (restored, cfg.run.train_dir))
+    timeout = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
+    dog.phase('the staging warm-up', cluster.step_timeout_s + cluster.peer_timeout_s)
+    if built.post_init_ops:
+        sess.run(built.post_init_ops, options=timeout)
+    session_lib.warm_up(sess, built.ops.warmup_ops)
+    fetch = [built.ops.top1_correct, built.ops.put_ops]
+    ends, step_times = [], {}
+
+    def on_step(value):
+        del value
+        ends.append(time.time())
+        return stop.requested  # a stop signal ends this worker after its step
+    if cfg.run.num_warmup_batches:
+        session_lib.run_steps(sess, fetch, cfg.run.num_warmup_batches, built.images_per_step,
+                              run=step_runner(sess, cluster, dog, 'warm-up step'),
+                              on_step=on_step)
+    step_times['first'] = ends[0] if ends else None
+    warmup_steps, ends[:] = len(ends), []
+    times = None
+    if not stop.requested:
+        step_times['timed_start'] = time.time()
+        times = session_lib.run_steps(sess, fetch, cfg.run.num_batches, built.images_per_step,
+                                      run=step_runner(sess, cluster, dog, 'step'),
+                                      on_step=on_step)
+    dog.phase('reading the final figures', cluster.peer_timeout_s)
+    step, total = sess.run([global_step, checksum], options=timeout)
+    sess.close()
+    dog.phase('signalling done to the serving tasks', cluster.peer_timeout_s)
+    for job, task_index in servers.signal_done(task.server.target, cluster,
+                                               task_lib.serving_tasks(cluster), index):
+        log('worker %d: could not tell %s task %d it is done' % (index, job, task_index))
+    dog.phase('writing the result', None)
+    worker = results.Worker(
+        warmup_steps=warmup_steps, images=times.num_steps * built.images_per_step if times else 0,
+        dropped_images=0, warmup_dropped_images=0, session_start_time=session_start,
+        session_ready_time=ready_time, first_step_time=step_times['first'] or (
+            ends[0] if ends else None),
+        timed_start_time=step_times.get('timed_start', time.time()), end_times=list(ends),
+        global_steps=[int(step)] * len(ends), start_global_step=int(step),
+        global_steps_per_sec=0.0, variables_checksum=float(total),
+        variable_bytes_by_device=task_lib.bytes_by_device(variables), stopped_by=stop.signum,
+        startup_times=dict(startup.MARKS), events=events.events)
+    result = results.record(cfg, built, times, outcome=results.Outcome(global_step=int(step)),
+                            counters=results.Counters(), worker=worker)
+    if times:
+        log('worker %d: %d timed forward steps, images/sec: %.2f (weights of global step %d)'
+            % (index, times.num_steps, times.images_per_sec, step))
+    return results.write(cfg, result)
+
