@@ -62,7 +62,7 @@ def test_ablation_rows_take_in_graph_flags_then_the_between_graph_modes():
 def test_the_bucket_presets_run_collective_all_reduce_with_buckets():
     buckets, one_pack = presets.LINKS['all_reduce_buckets'], presets.LINKS['all_reduce_one_pack']
     assert buckets.args() == ['--variable_update=collective_all_reduce',
-                              '--fusion_bucket_bytes=4194304']
+                              '--fusion_bucket_bytes=262144']
     assert one_pack.args()[-1] == '--fusion_bucket_bytes=%d' % presets.ONE_PACK_BYTES
     for preset in (buckets, one_pack):
         assert preset.cluster and preset.ps_tasks == 0
