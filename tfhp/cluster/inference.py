@@ -74,25 +74,8 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
     if built.post_init_ops:
         sess.run(built.post_init_ops, options=timeout)
     session_lib.warm_up(sess, built.ops.warmup_ops)
-    fetch = [built.ops.top1_correct, built.ops.put_ops]
-    ends, step_times = [], {}
-
-    def on_step(value):
-        del value
-        ends.append(time.time())
-        return stop.requested  # a stop signal ends this worker after its step
-    if cfg.run.num_warmup_batches:
-        session_lib.run_steps(sess, fetch, cfg.run.num_warmup_batches, built.images_per_step,
-                              run=step_runner(sess, cluster, dog, 'warm-up step'),
-                              on_step=on_step)
-    step_times['first'] = ends[0] if ends else None
-    warmup_steps, ends[:] = len(ends), []
-    times = None
-    if not stop.requested:
-        step_times['timed_start'] = time.time()
-        times = session_lib.run_steps(sess, fetch, cfg.run.num_batches, built.images_per_step,
-                                      run=step_runner(sess, cluster, dog, 'step'),
-                                      on_step=on_step)
+    warm_ends, timed_start, ends, times = _forward_steps(sess, built, cfg, stop, dog,
+                                                        step_runner)
     dog.phase('reading the final figures', cluster.peer_timeout_s)
     step, total = sess.run([global_step, checksum], options=timeout)
     sess.close()
@@ -102,11 +85,11 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
         log('worker %d: could not tell %s task %d it is done' % (index, job, task_index))
     dog.phase('writing the result', None)
     worker = results.Worker(
-        warmup_steps=warmup_steps, images=times.num_steps * built.images_per_step if times else 0,
-        dropped_images=0, warmup_dropped_images=0, session_start_time=session_start,
-        session_ready_time=ready_time, first_step_time=step_times['first'] or (
-            ends[0] if ends else None),
-        timed_start_time=step_times.get('timed_start', time.time()), end_times=list(ends),
+        warmup_steps=len(warm_ends),
+        images=times.num_steps * built.images_per_step if times else 0, dropped_images=0,
+        warmup_dropped_images=0, session_start_time=session_start,
+        session_ready_time=ready_time, first_step_time=(warm_ends + ends or [None])[0],
+        timed_start_time=timed_start, end_times=ends,
         global_steps=[int(step)] * len(ends), start_global_step=int(step),
         global_steps_per_sec=0.0, variables_checksum=float(total),
         variable_bytes_by_device=task_lib.bytes_by_device(variables), stopped_by=stop.signum,
@@ -118,3 +101,32 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
             % (index, times.num_steps, times.images_per_sec, step))
     return results.write(cfg, result)
 
+
+def _forward_steps(sess, built, cfg, stop, dog, step_runner):
+    """Warm-up then timed forward steps, each bounded; a stop signal ends them after a step.
+
+    Returns:
+      (the warm-up steps' end times, the timed steps' start time, their end times, their
+      `timing.StepTimes` or None when a stop came first).
+    """
+    fetch = [built.ops.top1_correct, built.ops.put_ops]
+    cluster = cfg.cluster
+
+    def steps(num_steps, what):
+        ends = []
+
+        def on_step(value):
+            del value
+            ends.append(time.time())
+            return stop.requested
+        times = session_lib.run_steps(sess, fetch, num_steps, built.images_per_step,
+                                      run=step_runner(sess, cluster, dog, what), on_step=on_step)
+        return ends, times
+
+    warm_ends = steps(cfg.run.num_warmup_batches, 'warm-up step')[0] if (
+        cfg.run.num_warmup_batches) else []
+    timed_start = time.time()
+    if stop.requested:
+        return warm_ends, timed_start, [], None
+    ends, times = steps(cfg.run.num_batches, 'step')
+    return warm_ends, timed_start, ends, times

@@ -4,8 +4,9 @@ It builds its graph (`benchmark.build` on a `Topology.between_graph`) with the j
 (`tfhp.cluster.control`) and its progress counter in the step, waits for its essential peers,
 starts a `task_session.TaskSession` (the chief initialises or restores from --train_dir, and writes
 checkpoints and summaries), checks that the ps tasks can reach it (a restarted worker), primes
-the manager's staged reads, warms up its staging areas and steps: every step's phase bounded by the watchdog, a failed one ending the
-task with the peers to blame named.
+the manager's staged reads, warms up its staging areas and steps: every step's phase bounded by
+the watchdog, a failed one ending the task with the peers to blame named. A worker that does not
+train (--forward_only) times inference instead (`tfhp.cluster.inference`).
 
 When a run ends: synchronous workers end at one global step, the job's end step: the global
 step the chief started from (0, or a checkpoint's) + warm-up + num_batches. Asynchronous
