@@ -96,6 +96,13 @@ def test_staged_vars_run_between_graphs(job_name, sync):
     assert cfg.replication.staged_reads and cfg.cluster.mode.graph_per_worker
 
 
+@pytest.mark.parametrize('replication', [config_lib.ReplicationConfig(), REPLICATED])
+def test_forward_only_runs_between_graphs_on_the_ps_variables(replication):
+    cfg = config_lib.BenchmarkConfig(cluster=_cluster(job_name='worker'), replication=replication,
+                                     run=config_lib.RunConfig(forward_only=True))
+    assert not cfg.trains and cfg.cluster.mode.graph_per_worker
+
+
 def test_tf_config_chief_becomes_worker_0():
     text = json.dumps({'cluster': {'chief': ['h:1'], 'worker': ['h:2', 'h:3'], 'ps': ['h:4']},
                        'task': {'type': 'worker', 'index': 1}})
