@@ -47,6 +47,15 @@ def test_a_ring_overlaps_the_backward_pass_and_spares_absorb_a_straggler():
                               'collective_all_reduce')
     # 2 (N-1)/N = 1.5 of each layer: 0.15 s each at 100 MB/s; the first starts at 0.3 s.
     assert ring.step_s == pytest.approx(0.3 + 0.15 + 0.15)
+    # One pack leaves after the backward pass (0.4 s) with both layers: 0.3 s more. Buckets of
+    # one layer each leave as the gradients do.
+    cluster = step_model.Cluster(num_workers=4, num_ps=0, nic_bps=800e6)
+    one_pack = step_model.predict(profile, cluster, 'collective_all_reduce',
+                                  fusion_bucket_bytes=20 * MB)
+    assert one_pack.step_s == pytest.approx(0.4 + 0.3)
+    assert step_model.predict(profile, cluster, 'collective_all_reduce',
+                              fusion_bucket_bytes=10 * MB).step_s == pytest.approx(ring.step_s)
+    assert step_model._buckets([1, 2, 3, 4], [3, 3, 9, 2], 6) == ([2, 3, 4], [6, 9, 2])
     cluster = step_model.Cluster(num_workers=4, num_ps=1, nic_bps=800e6)
     plain = step_model.predict(profile, cluster)
     slow = step_model.predict(profile, cluster, stragglers=(1.0,))

@@ -36,11 +36,14 @@ def _define_flags():
     flags.DEFINE_string('bus_rate', None, 'Rate between one worker\'s towers (tc units).')
     flags.DEFINE_boolean('cross_replica_sync', True, 'Synchronous steps.')
     flags.DEFINE_float('protocol_ms', 0.0, 'Measured step of a null_scalar job of the same tasks.')
+    flags.DEFINE_integer('fusion_bucket_bytes', 0, 'All-reduce strategies: gradients fused into '
+                         'buckets of at most this many bytes, last layer first (0: each on its '
+                         'own; more than the model: one pack after the backward pass).')
     flags.DEFINE_string('plot', None, 'Draw images/sec against workers here (needs matplotlib).')
 
 
 def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=1,
-         bus_bps=None, ps_bps=None, synchronous=True, protocol_s=0.0):
+         bus_bps=None, ps_bps=None, synchronous=True, protocol_s=0.0, fusion_bucket_bytes=0):
     """One record per (rate, ps, workers): the setting and its Prediction's figures."""
     records = []
     for rate in rates:
@@ -51,7 +54,8 @@ def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=
                                              num_ps=ps, nic_bps=bps, ps_nic_bps=ps_bps,
                                              bus_bps=bus_bps, protocol_s=protocol_s)
                 p = step_model.predict(profile, cluster, variable_update, synchronous,
-                                       apply_s=profile.apply_s)
+                                       apply_s=profile.apply_s,
+                                       fusion_bucket_bytes=fusion_bucket_bytes)
                 records.append({'model': profile.model, 'update': variable_update,
                                 'rate': rate, 'ps': ps, 'workers': w,
                                 'step_ms': 1000 * p.step_s, 'images_per_sec': p.images_per_sec,
@@ -72,7 +76,8 @@ def main(argv):
                        FLAGS.rates, FLAGS.variable_update, FLAGS.towers_per_worker,
                        links.parse_rate(FLAGS.bus_rate) if FLAGS.bus_rate else None,
                        links.parse_rate(FLAGS.ps_rate) if FLAGS.ps_rate else None,
-                       FLAGS.cross_replica_sync, FLAGS.protocol_ms / 1000.0)
+                       FLAGS.cross_replica_sync, FLAGS.protocol_ms / 1000.0,
+                       FLAGS.fusion_bucket_bytes)
     except ValueError as e:
         print('tfhp.predict: error: %s' % e, file=sys.stderr)
         return 2

@@ -18,7 +18,9 @@ none, and the published runs' are small against their step):
   update    the ps applies the mean once every gradient is in: the profile's apply time for
             its S/K bytes, plus one accumulate per worker of the same cost.
   all-reduce  a ring moves 2 (N-1) / N of each gradient through every NIC (or, within one
-            machine, over its bus), starting when the gradient is made.
+            machine, over its bus), starting when the gradient is made; with fusion buckets
+            (--fusion_bucket_bytes), when its bucket's last gradient is made (a bucket of
+            every gradient, the single pack, after the backward pass).
   local towers  a worker with g towers (GPUs) first reduces its towers' gradients over its bus.
   spares    a synchronous step aggregates R of N workers: stragglers beyond N - R are not
             waited for.
@@ -101,8 +103,23 @@ def _gradient_times(profile, start):
     return ready, sizes
 
 
+def _buckets(ready, sizes, bucket_bytes):
+    """(ready, sizes) of fusion buckets over gradients made at `ready` with `sizes` bytes, in
+    backward order (as `tfhp.ops.packing.buckets` cuts them, layer by layer here): consecutive
+    gradients until the next would overflow bucket_bytes, one larger than that alone; a bucket
+    leaves when its last gradient is made."""
+    out_ready, out_sizes = [], []
+    for t, size in zip(ready, sizes):
+        if out_sizes and out_sizes[-1] + size <= bucket_bytes and size <= bucket_bytes:
+            out_ready[-1], out_sizes[-1] = t, out_sizes[-1] + size
+        else:
+            out_ready.append(t)
+            out_sizes.append(size)
+    return out_ready, out_sizes
+
+
 def predict(profile, cluster, variable_update='parameter_server', synchronous=True,
-            apply_s=0.0, stragglers=(), replicas_to_aggregate=None):
+            apply_s=0.0, stragglers=(), replicas_to_aggregate=None, fusion_bucket_bytes=0):
     """The Prediction of one step.
 
     Args:
@@ -114,6 +131,8 @@ def predict(profile, cluster, variable_update='parameter_server', synchronous=Tr
       apply_s: the ps's time to apply one update to all S bytes (split over K ps tasks).
       stragglers: extra seconds of compute of each slow worker (e.g. (0.5,) for one).
       replicas_to_aggregate: R of a synchronous ps step (None: every worker).
+      fusion_bucket_bytes: all-reduce strategies' --fusion_bucket_bytes (0: each gradient
+        all-reduced on its own, as it is made).
     Returns:
       A Prediction; speedup and efficiency are against one tower alone (compute + apply).
     """
@@ -123,6 +142,8 @@ def predict(profile, cluster, variable_update='parameter_server', synchronous=Tr
     B = cluster.nic_bps / 8.0
     compute = profile.compute_s
     ready, sizes = _gradient_times(profile, 0.0)
+    if fusion_bucket_bytes and (strategy.tower_all_reduce or strategy.worker_all_reduce):
+        ready, sizes = _buckets(ready, sizes, fusion_bucket_bytes)
     # Local towers: their gradients meet over the bus (a ring among g towers) before leaving.
     local = 0.0
     if g > 1:
