@@ -63,7 +63,7 @@ class ParameterServer(base.VariableManager):
 
     def post_init_ops(self):
         """Primes the staged reads (one put per area); nothing without staged_vars."""
-        return [tf.group(*self._staged.put_ops(), name='prime_staged_vars')] if (
+        return [tf.group(*self._staged.prime_ops(), name='prime_staged_vars')] if (
             self._staged) else []
 
     def shared_gradients(self, tower_grads):
@@ -71,7 +71,7 @@ class ParameterServer(base.VariableManager):
         if not self._staged:
             return tower_grads, []
         return ([[(g, self._staged.variable(read)) for g, read in tower] for tower in tower_grads],
-                self._staged.put_ops())
+                self._staged.refill_ops())
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
         grads_and_vars = []

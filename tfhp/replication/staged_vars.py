@@ -6,9 +6,9 @@ instead of at the start of this one. The protocol:
 
   1. Prime (the manager's `post_init_ops`, once after initialisation or restore): put each
      variable's value into each tower's area.
-  2. Every step: each tower's forward pass gets the value put one step earlier; the step puts
-     the variable's current value for the next step; the update waits until those puts have
-     read the variable, so they see it before this step's update.
+  2. Every step: each tower's forward pass gets the value put one step earlier; after that get
+     the step puts (refills) the variable's current value for the next step; the update waits
+     until those puts have read the variable, so they see it before this step's update.
 
 So the weights a step reads are one update old: w_1 = w_0 - lr g(w_0), and for k >= 1
 w_{k+1} = w_k - lr g(w_{k-1}). This is SGD with a one-step-stale gradient, not plain SGD: the
@@ -37,7 +37,8 @@ class StagedReads:
     def __init__(self):
         self._reads = {}     # tower -> [staged read tensor], in creation order
         self._sources = {}   # staged read tensor name -> the variable it reads
-        self._puts = []
+        self._primes = []    # a put per area, run once (post_init_ops)
+        self._refills = []   # a put per area, run every step after the area's get
 
     def custom_getter(self, tower, device):
         """A variable-scope custom getter for tower `tower`, whose areas live on `device`."""
@@ -51,18 +52,26 @@ class StagedReads:
             with tf.name_scope(staging_scope):
                 with tf.device(variable.device):
                     value = variable.read_value()
-                area = staging.stage(
+                area = staging.Area(
                     [value], device, name='staged_var',
                     fill_hint='run the post_init_ops of the variable manager '
                               '(prime_staged_vars) after initialising or restoring the '
                               'variables')
+                with tf.name_scope(area.name):
+                    prime = area.put([[value]])
+                    got = area.get()[0]
+                    # The step's refill after its get: a refill that ran first would fill an
+                    # unprimed area, and the get's emptiness check would miss it.
+                    with tf.control_dependencies([got]):
+                        refill = area.put([[value]])
                 # Named after the variable, so name-based rules (e.g. no L2 decay on biases)
                 # treat the read like the variable.
                 with tf.device(device):
-                    read = tf.identity(area.outputs[0], name=variable.op.name)
+                    read = tf.identity(got, name=variable.op.name)
             self._reads.setdefault(tower, []).append(read)
             self._sources[read.name] = variable
-            self._puts.append(area.put_op)
+            self._primes.append(prime)
+            self._refills.append(refill)
             return read
         return staged_getter
 
@@ -74,6 +83,10 @@ class StagedReads:
         """The variable a staged read stands for."""
         return self._sources[read.name]
 
-    def put_ops(self):
-        """Every put: the priming ops, and each step's refill (run before the update)."""
-        return list(self._puts)
+    def prime_ops(self):
+        """A put per area, to run once after initialising or restoring the variables."""
+        return list(self._primes)
+
+    def refill_ops(self):
+        """Each step's put per area (after the area's get); the update must wait for them."""
+        return list(self._refills)
