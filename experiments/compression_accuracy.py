@@ -170,9 +170,23 @@ _KINDS = (('error feedback', lambda r: bool(r['error_feedback'])),
           ('no error feedback', lambda r: bool(r['twin_of'])))
 
 
-def plot(records, path, title, chance):
+def title(options):
+    """The plot's title: the model, replicas, steps, optimizer and the spread drawn."""
+    return '%s, %d replicas, %d steps of %d per replica, %s optimizer, learning rate %g; %s' % (
+        options.model, options.num_replicas, options.num_steps, options.batch_size,
+        options.optimizer, options.learning_rate, plots.spread_text(options.repeats))
+
+
+def plot(records, path, heading, chance, caption):
     """Validation top-1 and final training loss per scheme, error feedback and without it side
-    by side at their scheme's tick, min-max bars over the repeats."""
+    by side at their scheme's tick, min-max bars over the repeats.
+
+    Args:
+      records: the study's (they may be read back from its JSON lines).
+      path: the file to write (.svg, .pdf, else PNG).
+      heading: the title (`title`); chance: a `Chance`.
+      caption: the line under it (`tfhp.provenance.caption()` when the study started).
+    """
     groups = [r['label'] for r in records if not r['twin_of']]
 
     def series(key):
@@ -188,8 +202,8 @@ def plot(records, path, title, chance):
         path, [('validation top-1', series('final_accuracy'), [(chance.level, 'chance')],
                 'top-1 accuracy'),
                ('training loss after the last step', series('final_loss'), [], 'loss')],
-        xlabel='gradients on the wire', ylabel='', title=title,
-        xticks=list(enumerate(groups)), caption=provenance.caption())
+        xlabel='gradients on the wire', ylabel='', title=heading,
+        xticks=list(enumerate(groups)), caption=caption)
 
 
 def study():
@@ -202,18 +216,17 @@ def study():
                               FLAGS.work_dir, FLAGS.tfhp_flags)
             for s in ordered(FLAGS.schemes, fraction)]
     chance = Chance.of(data_dir)
-    title = '%s, %d replicas, %d steps of %d per replica; %s' % (
-        options.model, options.num_replicas, options.num_steps, options.batch_size,
-        plots.spread_text(options.repeats))
+    heading = title(options)
+    caption = provenance.caption()  # the commit that ran, not the one at the end
 
     def table(records):
-        print(title)
+        print(heading)
         common.print_table(records, TABLE, 'float32')
         print('conclusion, from the repeats (experiments/stats.py):')
         print('\n'.join('  ' + line for line in conclusion(records, chance)))
 
     frame.run(rows, FIGURES, table, finish=compare_to_float32,
-              plot=lambda records, path: plot(records, path, title, chance))
+              plot=lambda records, path: plot(records, path, heading, chance, caption))
 
 
 if __name__ == '__main__':

@@ -39,7 +39,8 @@ def test_each_scheme_trains_and_is_compared_with_float32(shapes_dir, tmp_path, c
         'accuracy_vs_float32']
     if importlib.util.find_spec('matplotlib'):
         path = tmp_path / 'accuracy.png'
-        study.plot(records, str(path), 'tiny', study.Chance.of(shapes_dir))
+        study.plot(records, str(path), study.title(OPTIONS), study.Chance.of(shapes_dir),
+                   'a machine; a date; commit 0')
         assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     common.print_table(records, study.TABLE, 'float32')
     assert capsys.readouterr().out.splitlines()[1].startswith('float32 ')
