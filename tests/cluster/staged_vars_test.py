@@ -31,7 +31,7 @@ TIMEOUT = tf.RunOptions(timeout_in_ms=20000)
 
 @pytest.fixture(scope='module')
 def server():
-    return tf.train.Server.create_local_server(config=tf.ConfigProto(device_count={'CPU': 3}))
+    return tf.train.Server.create_local_server(config=tf.ConfigProto(device_count={'CPU': 5}))
 
 
 def _gradient(w, rows):
@@ -46,10 +46,11 @@ def _gradient(w, rows):
 class _Worker:
     """One worker's graph and session, built by the manager factory as a job's worker is."""
 
-    def __init__(self, target, index, synchronous, container):
-        device = DEVICE % (index + 1)
+    def __init__(self, target, index, synchronous, container, num_towers=1):
+        towers = tuple(DEVICE % (1 + 2 * index + t) for t in range(num_towers))
+        device = towers[0]
         topology = topology_lib.Topology(
-            tower_devices=(device,), variable_devices=(PS,), input_device=device,
+            tower_devices=towers, variable_devices=(PS,), input_device=device,
             is_chief=index == 0, graph_mode='between_graph', job_name='worker',
             task_index=index, num_workers=2, synchronous=synchronous)
         self.graph = tf.Graph()
@@ -59,11 +60,17 @@ class _Worker:
             manager = replication.make_variable_manager(
                 config_lib.ReplicationConfig(staged_vars=True), topology,
                 config_lib.ClusterConfig())
-            pipeline = equivalence_test.SlicedPipeline(X[ROWS[index]], Y[ROWS[index]], 3)
+            pipeline = equivalence_test.SlicedPipeline(X[ROWS[index]], Y[ROWS[index]],
+                                                       3 // num_towers)
             self.ops = step.build_train_step(
                 pipeline, staged_vars_test.linear, manager,
                 lambda: tf.train.GradientDescentOptimizer(LR), topology, weight_decay=WD)
             self.weights = tf.global_variables('fc/weights')[0]
+            # What crosses from the ps for the staged reads: reads of the variable (which run
+            # where it lives).
+            self.ps_reads = [op for op in self.graph.get_operations()
+                             if op.type == 'ReadVariableOp' and '/staging/' in op.name and
+                             op.inputs[0].device == self.weights.device]
             self.counters = manager.counters()
             init = tf.global_variables_initializer() if index == 0 else tf.no_op()
             local_init = tf.local_variables_initializer()
@@ -88,16 +95,20 @@ class _Worker:
         self.sess.close()
 
 
-def _workers(server, synchronous, container):
-    workers = [_Worker(server.target, 0, synchronous, container)]
-    workers.append(_Worker(server.target, 1, synchronous, container))
+def _workers(server, synchronous, container, num_towers=1):
+    workers = [_Worker(server.target, 0, synchronous, container, num_towers)]
+    workers.append(_Worker(server.target, 1, synchronous, container, num_towers))
     for worker in workers:
         worker.prime()  # after the chief's initialisation, as a job's worker does
     return workers
 
 
-def test_synchronous_staged_steps_follow_the_stale_recurrence_and_drop_nothing(server):
-    workers = _workers(server, True, 'stagedsync')
+@pytest.mark.parametrize('num_towers', [1, 2])
+def test_synchronous_staged_steps_follow_the_stale_recurrence_and_drop_nothing(server,
+                                                                               num_towers):
+    workers = _workers(server, True, 'stagedsync%d' % num_towers, num_towers)
+    # One read of the variable from the ps per worker and step, whatever its towers.
+    assert [len(w.ps_reads) for w in workers] == [1, 1]
     try:
         got = []
         for _ in range(4):
@@ -113,16 +124,17 @@ def test_synchronous_staged_steps_follow_the_stale_recurrence_and_drop_nothing(s
         for worker in workers:
             worker.close()
     assert dropped == [0, 0]
-    # The mean of the halves' gradients is the whole batch's: the one-process recurrence,
-    # w1 = w0 - lr g(w0); w_{k+1} = w_k - lr g(w_{k-1}).
-    want = [W0, W0 - LR * staged_vars_test.gradient(W0)]
+    # The mean of the workers' (and towers') gradients is the gradient over the rows they
+    # took: the one-process recurrence w1 = w0 - lr g(w0); w_{k+1} = w_k - lr g(w_{k-1}).
+    rows = np.r_[0:3, 3:6] if num_towers == 1 else np.r_[0:2, 3:5]
+    want = [W0, W0 - LR * _gradient(W0, rows)]
     for _ in range(3):
-        want.append(want[-1] - LR * staged_vars_test.gradient(want[-2]))
+        want.append(want[-1] - LR * _gradient(want[-2], rows))
     for k, (g, w) in enumerate(zip(got, want[1:])):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg='step %d' % (k + 1))
     # Not plain SGD: staleness shows in the numbers.
-    plain = W0 - LR * staged_vars_test.gradient(W0)
-    assert np.abs(got[1] - (plain - LR * staged_vars_test.gradient(plain))).max() > 1e-3
+    plain = W0 - LR * _gradient(W0, rows)
+    assert np.abs(got[1] - (plain - LR * _gradient(plain, rows))).max() > 1e-3
 
 
 def test_asynchronous_staged_steps_compute_on_the_previous_steps_refill(server):

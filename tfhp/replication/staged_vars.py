@@ -32,9 +32,17 @@ from tfhp.ops import staging
 
 
 class StagedReads:
-    """Creates and remembers the staging areas of every (tower, variable) pair."""
+    """Creates and remembers the staging areas of every (tower, variable) pair.
 
-    def __init__(self):
+    Args:
+      read_device: where the areas of every tower get a variable's value from, so that one
+        read per variable and step crosses to it (a between-graph worker's CPU, whatever its
+        number of towers); None: each area reads the variable itself.
+    """
+
+    def __init__(self, read_device=None):
+        self._read_device = read_device
+        self._values = {}    # variable name -> its read on read_device
         self._reads = {}     # tower -> [staged read tensor], in creation order
         self._sources = {}   # staged read tensor name -> the variable it reads
         self._primes = []    # a put per area, run once (post_init_ops)
@@ -50,8 +58,7 @@ class StagedReads:
             if not variable.trainable:
                 return variable  # e.g. batch-norm statistics: updated in place, read directly
             with tf.name_scope(staging_scope):
-                with tf.device(variable.device):
-                    value = variable.read_value()
+                value = self._value(variable)
                 area = staging.Area(
                     [value], device, name='staged_var',
                     fill_hint='run the post_init_ops of the variable manager '
@@ -74,6 +81,19 @@ class StagedReads:
             self._refills.append(refill)
             return read
         return staged_getter
+
+    def _value(self, variable):
+        """The value a refill puts: read on the variable's device (and once for every tower
+        on read_device)."""
+        if variable.name in self._values:
+            return self._values[variable.name]
+        with tf.device(variable.device):
+            value = variable.read_value()
+        if self._read_device is not None:
+            with tf.device(self._read_device):
+                value = tf.identity(value)
+            self._values[variable.name] = value
+        return value
 
     def reads(self, tower):
         """Tower `tower`'s staged reads of the trainable variables, in creation order."""
