@@ -18,6 +18,7 @@ or a shaded band. A None median or bound (a target not reached) is left out of t
   line_panels       y vs x with min-max error bars, one panel per group, optional reference lines
   bar_panels        grouped bars of medians with min-max error bars, one panel per figure
   stage_breakdown   the diagnose report: self time per stage and device, step time per run
+  step_timelines    traced steps as Gantt charts, one panel each on one time axis
   predicted_vs_measured   a model's predictions against measurements, the y = x line and a band
   resumed_loss_curve   a recovered job's loss by global step, a line per attempt, redone steps
   spread_text       'median and min-max of N repeats', or 'one run' (for titles)
@@ -489,6 +490,66 @@ def stage_breakdown(path, diagnosis, dpi=DPI, caption=None):
     figure.suptitle(_wrap(diagnosis.verdict, 120))
     figure.tight_layout()
     _save(figure, path, dpi, caption, _legend_below(figure, [left]))
+
+
+@_styled
+def step_timelines(path, panels, rows, marks=None, title=None, dpi=DPI, caption=None):
+    """Traced steps as timelines (Gantt charts), one panel each, stacked on one time axis: a
+    bar per op interval on its row, a row per kind of op (`tfhp.profiling.timeline.rows`);
+    ops of a row that ran at once (several buckets' all-reduces) are drawn in thinner lanes,
+    one above the other.
+
+    Args:
+      path: the file to write (.svg, .pdf, else PNG).
+      panels: [(panel title, {row: [(start_ms, end_ms), ...]})], drawn top to bottom.
+      rows: the row names, top to bottom; each keeps its colour in every panel.
+      marks: {label: [x_ms or None, one per panel]}: a dashed vertical line in each panel
+        (None: not in that panel), one style per label, named in the legend.
+      title, dpi, caption: the figure's title, a PNG's resolution, a line under the figure.
+    """
+    pyplot = _pyplot()
+    figure, axes = pyplot.subplots(len(panels), 1, sharex=True, squeeze=False,
+                                   figsize=(2 * _PANEL[0], 0.45 * len(rows) * len(panels) + 1.2))
+    axes = [ax for (ax,) in axes]
+    colours = {row: 'C%d' % (index % 10) for index, row in enumerate(rows)}
+    for p, (ax, (panel_title, by_row)) in enumerate(zip(axes, panels)):
+        for y, row in enumerate(rows):
+            lanes = _lanes(by_row.get(row, ()))
+            height = 0.7 / max(1, len(lanes))
+            for index, lane in enumerate(lanes):
+                # A thin white edge tells apart ops that follow each other without a gap.
+                ax.broken_barh([(start, end - start) for start, end in lane],
+                               (y - 0.35 + index * height, height), facecolors=colours[row],
+                               edgecolors='white', linewidth=0.3,
+                               label=row if index == 0 else None)
+        for index, (label, xs) in enumerate((marks or {}).items()):
+            if xs[p] is not None:
+                ax.axvline(xs[p], color='black', linestyle=LINESTYLES[1 + index % 3],
+                           linewidth=1.0, label=label)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels(rows)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_title(panel_title, loc='left')
+        ax.grid(alpha=0.3, axis='x')
+    axes[-1].set_xlabel('time since the step\'s first op, ms')
+    axes[-1].set_xlim(left=0)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    _save(figure, path, dpi, caption, _legend_below(figure, axes, order=rows))
+
+
+def _lanes(spans):
+    """Spans (start, end) dealt to lanes so that none overlaps another in its lane: each to
+    the first lane free by its start (ops that ran at once are drawn one above the other)."""
+    lanes = []
+    for start, end in sorted(spans):
+        lane = next((lane for lane in lanes if lane[-1][1] <= start), None)
+        if lane is None:
+            lane = []
+            lanes.append(lane)
+        lane.append((start, end))
+    return lanes
 
 
 def _wrap(text, width):

@@ -79,8 +79,11 @@ class TaskSession:
     def graph(self):
         return self._sess.graph
 
-    def run(self, fetches, options=None):
-        """Runs fetches, with every hook's before_run fetches; raises what any thread raised."""
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs fetches, with every hook's before_run fetches; raises what any thread raised.
+
+        feed_dict, options and run_metadata are `tf.Session.run`'s (the hooks' feeds join
+        feed_dict; a traced step, `tfhp.session.run_traced`, passes all three)."""
         context = tf.train.SessionRunContext(tf.train.SessionRunArgs(fetches), self._sess)
         requests = []
         for hook in self._hooks:
@@ -90,11 +93,11 @@ class TaskSession:
                                  % hook)
             requests.append(args)
         hook_fetches = {i: args.fetches for i, args in enumerate(requests) if args is not None}
-        feeds = {}
+        feeds = dict(feed_dict or {})
         for args in requests:
             if args is not None and args.feed_dict:
                 feeds.update(args.feed_dict)
-        metadata = tf.RunMetadata()
+        metadata = tf.RunMetadata() if run_metadata is None else run_metadata
         outputs = self._sess.run({'caller': fetches, 'hooks': hook_fetches}, feed_dict=feeds,
                                  options=options, run_metadata=metadata)
         for i, hook in enumerate(self._hooks):

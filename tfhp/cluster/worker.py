@@ -49,6 +49,7 @@ from tfhp.cluster import task_session
 from tfhp.cluster import watchdog
 from tfhp.data import errors as data_errors
 from tfhp.ops import session_hooks
+from tfhp.profiling import capture
 from tfhp.replication import collective_workers
 
 # The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
@@ -387,7 +388,8 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
         times = session_lib.run_steps(
             sess, fetch, progress.timed_limit, built.images_per_step,
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
-            run=_step_runner(sess, cluster, dog, 'step'), on_step=noted(timed_step))
+            run=_step_runner(sess, cluster, dog, 'step'), on_step=noted(timed_step),
+            **_tracing(cfg, log))
     if progress.stopped:
         events.note('the job stopped at global step %d' % progress.step)
     return {'times': times, 'end_times': progress.end_times,
@@ -397,6 +399,21 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
             'warm_global_step': progress.warm_step, 'start_global_step': progress.start_step,
             'warmup_steps': progress.warmup_steps, 'warmup_counters': warm_counters,
             'losses': losses}
+
+
+def _tracing(cfg, log):
+    """run_steps' trace_step and on_trace for --trace_file: every worker runs timed step
+    --trace_step traced (an extra, untimed step, so that the workers of a synchronous job still
+    take their steps together), and the chief (task 0) writes the trace files."""
+    profile = cfg.profile
+    if not profile.trace_file:
+        return {}
+    write = None
+    if cfg.cluster.task_index == 0:
+        write = capture.trace_writer(profile.trace_file, profile.trace_memory, log,
+                                     chrome=profile.use_chrome_trace_format)
+    return {'trace_step': profile.trace_step,
+            'on_trace': write or (lambda step, run_metadata: None)}
 
 
 def _result(cfg, built, loop, final, log, **session):

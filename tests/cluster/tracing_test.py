@@ -1,0 +1,66 @@
+"""A between-graph worker's traced step (--trace_file): a traced run through the task's session
+(its hooks see the same run), every worker tracing the step and the chief writing it."""
+import os
+import types
+
+import tensorflow.compat.v1 as tf
+
+from tfhp import session as session_lib
+from tfhp.cluster import task_session
+from tfhp.cluster import worker
+from tfhp.config import profile as profile_lib
+from tfhp.profiling import capture
+
+
+class _Seen(tf.train.SessionRunHook):
+    """Keeps the RunMetadata of each run and feeds `feeds` to each."""
+
+    def __init__(self, feeds):
+        self.metadata, self._feeds = [], feeds
+
+    def before_run(self, run_context):
+        return tf.train.SessionRunArgs([], feed_dict=self._feeds)
+
+    def after_run(self, run_context, run_values):
+        self.metadata.append(run_values.run_metadata)
+
+
+def _traced_run():
+    """(value, RunMetadata, what the hook saw) of one traced run through a TaskSession, fed by
+    the caller (x = 3) and by a hook (y = 5)."""
+    with tf.Graph().as_default():
+        x, y = tf.placeholder(tf.float32, []), tf.placeholder(tf.float32, [])
+        fetch = x * tf.Variable(2.0) + y
+        hook = _Seen({y: 5.0})
+        sess = task_session.TaskSession('', tf.ConfigProto(), tf.train.Saver(), True, None,
+                                        [hook], timeout_s=5.0)
+        value, metadata = session_lib.run_traced(sess, fetch, feed_dict={x: 3.0})
+    return value, metadata, hook.metadata
+
+
+def test_a_traced_run_through_a_task_session_returns_its_step_stats():
+    value, metadata, seen = _traced_run()
+    assert value == 11.0
+    assert any(d.node_stats for d in metadata.step_stats.dev_stats)
+    assert metadata.partition_graphs
+    assert seen == [metadata]
+
+
+def _cfg(task_index, trace_file):
+    return types.SimpleNamespace(
+        profile=profile_lib.ProfileConfig(trace_file=trace_file, trace_step=3),
+        cluster=types.SimpleNamespace(task_index=task_index))
+
+
+def test_every_worker_traces_the_step_and_the_chief_writes_it(tmp_path):
+    assert not worker._tracing(_cfg(0, None), print)  # no --trace_file: no traced step
+    _, metadata, _ = _traced_run()
+    for task_index in (0, 1):
+        path = str(tmp_path / ('%d.json' % task_index))
+        lines = []
+        tracing = worker._tracing(_cfg(task_index, path), lines.append)
+        assert tracing['trace_step'] == 3  # each worker runs the extra step: in pairs
+        tracing['on_trace'](3, metadata)
+        written = os.path.exists(path) and os.path.exists(path + capture.RUN_METADATA_SUFFIX)
+        assert written == (task_index == 0) and bool(lines) == (task_index == 0)
+    assert capture.load_run_metadata(str(tmp_path / '0.json') + capture.RUN_METADATA_SUFFIX)
