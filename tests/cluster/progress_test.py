@@ -153,6 +153,16 @@ def test_an_asynchronous_worker_with_its_own_stop_signal_takes_no_step():
     assert (p.warmup_steps, p.global_steps) == (0, [])
 
 
+def test_the_first_and_the_last_timed_loss_are_kept():
+    p = Worker([0, 0, 0], [], common_end=False, num_warmup=0).progress
+    assert (p.first_loss, p.last_loss) == (None, None)
+    assert p.start_timed()
+    for loss in (np.float32(3.0), 2.0, 1.5):
+        p.after_timed_step(np.array([0, 0, 0], dtype=np.int64), loss=loss)
+    assert (p.first_loss, p.last_loss) == (3.0, 1.5)
+    assert isinstance(p.first_loss, float)
+
+
 @pytest.mark.parametrize('common_end, limit', [(True, None), (False, 10)])
 def test_the_timed_limit_is_the_end_step_s_for_synchronous_workers(common_end, limit):
     assert Worker([0, 13, 0], [], common_end).progress.timed_limit == limit

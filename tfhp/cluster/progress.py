@@ -1,11 +1,14 @@
 """A between-graph worker's way through its job's steps, in plain Python (no TensorFlow).
 
 `JobProgress` takes the job's control values ([global step, end step, stop]) that every step
-fetches and decides when the worker's warm-up and its timed steps end; `timed_counts` splits
-the worker's counts into its warm-up's and its timed steps'. The worker (`tfhp.cluster.worker`)
-runs the steps; this module only counts, so its decisions can be checked without a cluster.
+fetches and decides when the worker's warm-up and its timed steps end; `LoopOutcome` is what
+its loop leaves for the worker's result; `timed_counts` splits the worker's counts into its
+warm-up's and its timed steps'. The worker (`tfhp.cluster.worker`) runs the steps; this module
+only counts, so its decisions can be checked without a cluster.
 """
+import dataclasses
 import time
+from typing import Any, Dict, List, Optional
 
 from tfhp import counts
 
@@ -39,6 +42,7 @@ class JobProgress:
       global_steps: the global step after each timed step.
       first_step_time: the wall-clock time after the first step, warm-up or timed (or None).
       timed_start_time: the wall-clock time the timed steps began (None before).
+      first_loss, last_loss: the loss of the first and the last timed step (None before).
     """
 
     def __init__(self, initial, common_end, num_warmup, num_batches, move_end, stop, announce,
@@ -58,6 +62,7 @@ class JobProgress:
         self.global_steps = []
         self.first_step_time = None
         self.timed_start_time = None
+        self.first_loss = self.last_loss = None
 
     @property
     def timed_limit(self):
@@ -99,14 +104,35 @@ class JobProgress:
         self.timed_start_time = self._clock()
         return self.more(0, self.timed_limit)
 
-    def after_timed_step(self, control_values):
-        """Takes a timed step's control values; returns whether the timed steps end."""
+    def after_timed_step(self, control_values, loss=None):
+        """Takes a timed step's control values (and its loss, if given); returns whether the
+        timed steps end."""
+        if loss is not None:
+            self.last_loss = float(loss)
+            if self.first_loss is None:
+                self.first_loss = self.last_loss
         self.update(control_values)
         self.end_times.append(self._clock())
         self.global_steps.append(self.step)
         if self.first_step_time is None:
             self.first_step_time = self.end_times[-1]
         return not self.more(len(self.end_times), self.timed_limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopOutcome:
+    """What a worker's warm-up and timed steps leave for its result (`worker._train_loop`)."""
+    times: Any  # the timed steps' `timing.StepTimes` (None: no timed step ran)
+    end_times: List[float]  # the wall-clock time after each timed step
+    global_steps: List[int]  # the global step after each timed step
+    timed_start_time: float  # the wall-clock time the timed steps began
+    first_step_time: Optional[float]  # after the first step, warm-up or timed (None: none)
+    warm_global_step: int  # the global step when the timed steps began
+    start_global_step: int  # the global step before the first step
+    warmup_steps: int  # the warm-up steps taken
+    warmup_counters: Dict[str, int]  # the manager's counts after the warm-up (counts.values)
+    first_loss: Optional[float]  # the loss of the first timed step (None: no timed step)
+    last_loss: Optional[float]  # the loss of the last timed step (None: no timed step)
 
 
 def timed_counts(end, warm):

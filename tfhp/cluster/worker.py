@@ -341,8 +341,8 @@ def _noting(path):
 
 
 def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
-    """Warm-up and timed steps (`session.run_steps`, the one timed loop); returns the timed
-    steps' `StepTimes` (None without one) and their end times and global steps.
+    """Warm-up and timed steps (`session.run_steps`, the one timed loop); returns their
+    `progress.LoopOutcome`.
 
     Synchronous workers run until the job's end step (warming up until the timed part of the
     job starts); asynchronous ones run their own warm-up + num_batches steps. Both stop early
@@ -379,26 +379,21 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
                                   run_cfg.display_every))
 
     times = None
-    losses = []  # of the timed steps: the first and the last are kept
-
-    def timed_step(value):
-        losses[1:] = [float(value[2])]
-        return progress.after_timed_step(value[1])
     if progress.start_timed():
         times = session_lib.run_steps(
             sess, fetch, progress.timed_limit, built.images_per_step,
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
-            run=_step_runner(sess, cluster, dog, 'step'), on_step=noted(timed_step),
+            run=_step_runner(sess, cluster, dog, 'step'),
+            on_step=noted(lambda value: progress.after_timed_step(value[1], loss=value[2])),
             **_tracing(cfg, log))
     if progress.stopped:
         events.note('the job stopped at global step %d' % progress.step)
-    return {'times': times, 'end_times': progress.end_times,
-            'global_steps': progress.global_steps,
-            'timed_start_time': progress.timed_start_time,
-            'first_step_time': progress.first_step_time,
-            'warm_global_step': progress.warm_step, 'start_global_step': progress.start_step,
-            'warmup_steps': progress.warmup_steps, 'warmup_counters': warm_counters,
-            'losses': losses}
+    return progress_lib.LoopOutcome(
+        times=times, end_times=progress.end_times, global_steps=progress.global_steps,
+        timed_start_time=progress.timed_start_time, first_step_time=progress.first_step_time,
+        warm_global_step=progress.warm_step, start_global_step=progress.start_step,
+        warmup_steps=progress.warmup_steps, warmup_counters=warm_counters,
+        first_loss=progress.first_loss, last_loss=progress.last_loss)
 
 
 def _tracing(cfg, log):
@@ -422,40 +417,39 @@ def _result(cfg, built, loop, final, log, **session):
 
     Args:
       cfg, built: the worker's config and graph.
-      loop: what `_train_loop` returned.
+      loop: the `progress.LoopOutcome` of `_train_loop`.
       final: the values of the graph's final fetch (loss, checksum, counters).
       log: called with each line to print.
       **session: the `results.Worker` fields the session gave (start and ready times,
         variable placement, the stop signal).
     """
-    cluster, times, per_step = cfg.cluster, loop['times'], built.images_per_step
-    split = progress_lib.timed_counts(counts.values(final['counters']),
-                                      loop['warmup_counters'])
+    cluster, times, per_step = cfg.cluster, loop.times, built.images_per_step
+    split = progress_lib.timed_counts(counts.values(final['counters']), loop.warmup_counters)
     warmup_counters = results.take(results.Counters, split, 'warmup_') or results.Counters()
     counters = results.Counters(**split)
     if times:
-        span = loop['end_times'][-1] - loop['timed_start_time']
-        global_step = loop['global_steps'][-1]
-        rate = (global_step - loop['warm_global_step']) / span if span > 0 else 0.0
+        span = loop.end_times[-1] - loop.timed_start_time
+        global_step = loop.global_steps[-1]
+        rate = (global_step - loop.warm_global_step) / span if span > 0 else 0.0
     else:
-        global_step, rate = loop['warm_global_step'], 0.0
+        global_step, rate = loop.warm_global_step, 0.0
     worker = results.Worker(
-        startup_times=dict(startup.MARKS), warmup_steps=loop['warmup_steps'], images=times.num_steps * per_step if times else 0,
+        startup_times=dict(startup.MARKS), warmup_steps=loop.warmup_steps,
+        images=times.num_steps * per_step if times else 0,
         dropped_images=(counters.dropped_gradients or 0) * per_step,
         warmup_dropped_images=(warmup_counters.dropped_gradients or 0) * per_step,
         global_steps_per_sec=rate, variables_checksum=float(final['checksum']),
-        **{k: loop[k] for k in ('end_times', 'global_steps', 'timed_start_time',
-                                'first_step_time', 'start_global_step')}, **session)
-    losses = loop['losses']
+        end_times=loop.end_times, global_steps=loop.global_steps,
+        timed_start_time=loop.timed_start_time, first_step_time=loop.first_step_time,
+        start_global_step=loop.start_global_step, **session)
     result = results.record(
         cfg, built, times,
         outcome=results.Outcome(final_loss=float(final['loss']), global_step=global_step,
-                                first_loss=losses[0] if losses else None,
-                                last_loss=losses[-1] if losses else None),
+                                first_loss=loop.first_loss, last_loss=loop.last_loss),
         counters=counters, warmup_counters=warmup_counters, worker=worker)
     marks = dict(startup.MARKS, session_ready_time=session['session_ready_time'])
-    if loop['first_step_time']:
-        marks['first_step_time'] = loop['first_step_time']
+    if loop.first_step_time:
+        marks['first_step_time'] = loop.first_step_time
     log('worker %d: start-up from process start: %s' % (cluster.task_index, ', '.join(
         '%s %.1f s' % (phase.replace('_', ' '), seconds) for phase, seconds in
         startup.breakdown(marks, startup.MARKS.get('started', 0.0)).items())))
@@ -464,7 +458,7 @@ def _result(cfg, built, loop, final, log, **session):
             'gradients: %d timed, %d in %d warm-up steps'
             % (cluster.task_index, times.num_steps, times.images_per_sec, rate,
                counters.dropped_gradients or 0, warmup_counters.dropped_gradients or 0,
-               loop['warmup_steps']))
+               loop.warmup_steps))
     else:
         log('worker %d: the job ended before this worker took a timed step'
             % cluster.task_index)
