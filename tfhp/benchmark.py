@@ -192,74 +192,22 @@ def build(cfg, topology=None, finalize=True, container=''):
       tfhp.config.ConfigError: the configuration cannot work on this machine.
     """
     info = data_set(cfg)
-    num_classes, examples_per_epoch = info.num_classes, info.num_examples['train']
     spec, batch_size, image_size, base_rate = _resolve(cfg, info.name)
     topology = topology or topology_lib.for_config(cfg)
-    images_per_step = batch_size * topology.num_towers
     graph = tf.Graph()
     with graph.as_default(), tf.container(container):
         tf.set_random_seed(cfg.run.tf_random_seed)
-        pipeline = _make_pipeline(cfg, batch_size, image_size, topology, num_classes,
+        pipeline = _make_pipeline(cfg, batch_size, image_size, topology, info.num_classes,
                                   info.name)
         manager = replication.make_variable_manager(config_lib.all_reduce_replication(cfg),
                                                     topology, cfg.cluster, cfg.staleness,
                                                     trains=cfg.trains)
-        delay_s = (cfg.cluster.straggler_delay_s(topology.task_index, 'compute')
-                   if topology.mode.graph_per_worker else 0.0)
-        if cfg.model.emulated_compute:
-            model_fn = emulated_model.make_model_fn(cfg.model.compute_profile, num_classes,
-                                                    delay_s=delay_s)
-        else:
-            model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
-                                           cfg.model.fuse_batchnorm, is_training=cfg.trains,
-                                           dtype=cfg.precision.dtype,
-                                           variable_dtype=cfg.precision.variable_dtype,
-                                           delay_s=delay_s, delay_device=topology.input_device)
-        summary_op = replica_train_ops = None
-        in_graph_async = topology.in_graph_async
-        if cfg.data.input_only:
-            ops = input_only.build_step(pipeline, topology)
-            post_init_ops = []
-        elif not cfg.trains:
-            # In a cluster the global step (the weights' step) is the ps tasks' one.
-            with tf.device(topology.variable_devices[0] if topology.mode.cluster else None):
-                tf.train.get_or_create_global_step()
-            ops = step.build_eval_step(pipeline, model_fn, manager, topology,
-                                       compile_towers=cfg.xla.xla_compile)
-            post_init_ops = manager.post_init_ops()
-        else:
-            # In a cluster the global step is shared: on the first parameter device; the loss
-            # scale beside it.
-            with tf.device(None if not topology.mode.cluster else
-                           topology.variable_devices[0]):
-                global_step = tf.train.get_or_create_global_step()
-                scale = _loss_scale(cfg.precision)
-            # In-graph async: global_step counts replica updates of batch_size images each.
-            rate = optimizers.learning_rate(
-                cfg.optimizer, base_rate, global_step,
-                batch_size if in_graph_async else images_per_step, examples_per_epoch)
-            verbosity = cfg.profile.summary_verbosity if cfg.profile.save_summaries_steps else 0
-            decay_in_update = optimizers.decays_in_update(
-                cfg.optimizer, scale, topology.synchronous, cfg.replication.staged_reads)
-            optimizer_fn = lambda: optimizers.make_optimizer(cfg.optimizer, rate,
-                                                             decay_in_update)
-            if scale:
-                optimizer_fn = scale.optimizer_fn(optimizer_fn)
-            # Outermost, so the summaries see every gradient, skipped update or not.
-            optimizer_fn = summaries.summarizing_optimizer_fn(optimizer_fn, verbosity)
-            step_kwargs = dict(weight_decay=cfg.optimizer.weight_decay,
-                               gradient_clip=cfg.optimizer.gradient_clip, loss_scale=scale,
-                               compile_towers=cfg.xla.xla_compile,
-                               decay_in_update=decay_in_update)
-            if in_graph_async:
-                ops, replica_train_ops = async_runner.build_replica_steps(
-                    pipeline, model_fn, manager, optimizer_fn, topology, **step_kwargs)
-            else:
-                ops = step.build_train_step(pipeline, model_fn, manager, optimizer_fn,
-                                            topology, **step_kwargs)
-            post_init_ops = ops.post_init_ops
-            summary_op = summaries.merged_summary(verbosity, {'loss': ops.loss,
-                                                              'learning_rate': rate})
+        model_fn = _model_fn(cfg, spec, topology, info.num_classes)
+        ops, replica_train_ops, post_init_ops, summary_op = _step_ops(
+            cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
+            info.num_examples['train'])
+        # In the graph: a manager may read its variables from the graph's collections
+        # (per_tower_copies: tf.trainable_variables(scope=...)).
         num_params = tower.count_params(manager.trainable_variables(0))
         saver = (None if cfg.data.input_only else
                  tf.train.Saver(manager.savable_variables(),
@@ -268,6 +216,94 @@ def build(cfg, topology=None, finalize=True, container=''):
         skipped_records = preprocessing.skipped_records()
     if finalize:
         graph.finalize()
+    return Built(graph=graph, ops=ops, saver=saver, init=init, topology=topology,
+                 session_config=_session_config(cfg, topology), model_name=spec.name,
+                 batch_size=batch_size, image_size=image_size,
+                 images_per_step=batch_size * topology.num_towers,
+                 num_params=num_params, summary_op=summary_op, post_init_ops=post_init_ops,
+                 replica_train_ops=replica_train_ops, manager=manager,
+                 skipped_records=skipped_records)
+
+
+def _model_fn(cfg, spec, topology, num_classes):
+    """model_fn(images, labels) -> (loss, logits) of one tower of cfg's model (`spec`, or
+    its emulated compute profile), slowed by this worker's --straggler_mode=compute delay."""
+    delay_s = (cfg.cluster.straggler_delay_s(topology.task_index, 'compute')
+               if topology.mode.graph_per_worker else 0.0)
+    if cfg.model.emulated_compute:
+        return emulated_model.make_model_fn(cfg.model.compute_profile, num_classes,
+                                            delay_s=delay_s)
+    return tower.make_model_fn(spec, num_classes, cfg.model.data_format,
+                               cfg.model.fuse_batchnorm, is_training=cfg.trains,
+                               dtype=cfg.precision.dtype,
+                               variable_dtype=cfg.precision.variable_dtype,
+                               delay_s=delay_s, delay_device=topology.input_device)
+
+
+def _step_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
+              examples_per_epoch):
+    """The step of cfg's mode: (ops, replica_train_ops, post_init_ops, summary_op).
+
+    `ops` is an `input_only.InputStep` (cfg.data.input_only), a `step.EvalOps` (not training)
+    or the training step's (`_train_ops`); the others are `Built`'s fields of the same names.
+    """
+    if cfg.data.input_only:
+        return input_only.build_step(pipeline, topology), None, [], None
+    if not cfg.trains:
+        # In a cluster the global step (the weights' step) is the ps tasks' one.
+        with tf.device(topology.variable_devices[0] if topology.mode.cluster else None):
+            tf.train.get_or_create_global_step()
+        ops = step.build_eval_step(pipeline, model_fn, manager, topology,
+                                   compile_towers=cfg.xla.xla_compile)
+        return ops, None, manager.post_init_ops(), None
+    return _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
+                      examples_per_epoch)
+
+
+def _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
+               examples_per_epoch):
+    """The training step (`step.StepOps`; in-graph async, `async_runner`'s with one train op
+    per replica): (ops, replica_train_ops or None, post_init_ops, summary_op or None)."""
+    in_graph_async = topology.in_graph_async
+    # In a cluster the global step is shared: on the first parameter device; the loss
+    # scale beside it.
+    with tf.device(None if not topology.mode.cluster else topology.variable_devices[0]):
+        global_step = tf.train.get_or_create_global_step()
+        scale = _loss_scale(cfg.precision)
+    # In-graph async: global_step counts replica updates of batch_size images each.
+    rate = optimizers.learning_rate(
+        cfg.optimizer, base_rate, global_step,
+        batch_size if in_graph_async else batch_size * topology.num_towers, examples_per_epoch)
+    verbosity = cfg.profile.summary_verbosity if cfg.profile.save_summaries_steps else 0
+    decay_in_update = optimizers.decays_in_update(
+        cfg.optimizer, scale, topology.synchronous, cfg.replication.staged_reads)
+    optimizer_fn = _optimizer_fn(cfg.optimizer, rate, scale, decay_in_update, verbosity)
+    step_kwargs = dict(weight_decay=cfg.optimizer.weight_decay,
+                       gradient_clip=cfg.optimizer.gradient_clip, loss_scale=scale,
+                       compile_towers=cfg.xla.xla_compile, decay_in_update=decay_in_update)
+    replica_train_ops = None
+    if in_graph_async:
+        ops, replica_train_ops = async_runner.build_replica_steps(
+            pipeline, model_fn, manager, optimizer_fn, topology, **step_kwargs)
+    else:
+        ops = step.build_train_step(pipeline, model_fn, manager, optimizer_fn, topology,
+                                    **step_kwargs)
+    summary_op = summaries.merged_summary(verbosity, {'loss': ops.loss, 'learning_rate': rate})
+    return ops, replica_train_ops, ops.post_init_ops, summary_op
+
+
+def _optimizer_fn(optimizer_cfg, rate, scale, decay_in_update, verbosity):
+    """optimizer_fn() -> a new optimizer of `optimizer_cfg` at `rate`, its loss scaled by
+    `scale` (a LossScale, or None), its gradients summarised at `verbosity`."""
+    optimizer_fn = lambda: optimizers.make_optimizer(optimizer_cfg, rate, decay_in_update)
+    if scale:
+        optimizer_fn = scale.optimizer_fn(optimizer_fn)
+    # Outermost, so the summaries see every gradient, skipped update or not.
+    return summaries.summarizing_optimizer_fn(optimizer_fn, verbosity)
+
+
+def _session_config(cfg, topology):
+    """The ConfigProto of a session running cfg's graph on `topology`."""
     proto = session_lib.config_proto(
         num_cpu_devices=topology.num_towers if cfg.device.device == 'cpu' else 1,
         num_intra_threads=cfg.device.num_intra_threads,
@@ -275,12 +311,7 @@ def build(cfg, topology=None, finalize=True, container=''):
                                                        pipelines.preprocesses_in_graph(cfg.data)))
     if cfg.xla.xla:
         proto.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
-    return Built(graph=graph, ops=ops, saver=saver, init=init, topology=topology,
-                 session_config=proto, model_name=spec.name, batch_size=batch_size,
-                 image_size=image_size, images_per_step=images_per_step,
-                 num_params=num_params, summary_op=summary_op, post_init_ops=post_init_ops,
-                 replica_train_ops=replica_train_ops, manager=manager,
-                 skipped_records=skipped_records)
+    return proto
 
 
 def _loss_scale(precision):
