@@ -17,6 +17,13 @@ def test_the_registry_names_its_schemes_and_refuses_unknown_ones():
         compression.register('float16', 'tfhp.compression.cast:Cast', 'float16')
 
 
+def test_the_registry_says_what_each_scheme_says_of_its_sums():
+    # The config reads the registry's word before TensorFlow loads; the scheme has its own.
+    for name in compression.names()[1:]:
+        assert compression.summable(name) == compression.get(name).summable, name
+    assert compression.summable('none') and not compression.summable('topk')
+
+
 @pytest.mark.parametrize('scheme, tolerance', [('float16', 1e-3), ('bfloat16', 8e-3)])
 def test_a_cast_round_trip_keeps_the_gradient_within_its_rounding(scheme, tolerance):
     value = np.random.RandomState(0).uniform(-1, 1, [64]).astype(np.float32)

@@ -61,6 +61,13 @@ from tfhp import config as config_lib
     (lambda: config_lib.ReplicationConfig(variable_update='distributed_replicated',
                                           fusion_bucket_bytes=64),
      '--fusion_bucket_bytes applies to'),
+    # A payload that cannot be summed needs an all-gather: refused before any graph.
+    (lambda: config_lib.ReplicationConfig(variable_update='collective_all_reduce',
+                                          gradient_compression='sign'),
+     "--gradient_compression=sign cannot be summed, and --variable_update=collective_all_"),
+    (lambda: config_lib.ReplicationConfig(variable_update='replicated', all_reduce_spec='xring/nccl',
+                                          gradient_compression='topk'),
+     '--all_reduce_spec=xring/nccl uses nccl, which has no all-gather'),
 ])
 def test_invalid_settings_name_the_flag(make, flag):
     with pytest.raises(config_lib.ConfigError, match=flag):

@@ -8,6 +8,7 @@ from tfhp import session as session_lib
 from tfhp.compression import cast
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
+from tfhp.ops import allreduce_spec
 from tfhp.ops import collective
 from tfhp.ops import nccl
 from tfhp.ops import ring
@@ -144,3 +145,14 @@ def test_nccl_sums_on_gpus():
             got = sess.run(outputs)
     for device_result in got:
         np.testing.assert_allclose(device_result, np.sum(values, axis=0), rtol=1e-6)
+
+
+def test_the_table_says_which_algorithms_have_an_all_gather():
+    # The config refuses a payload that cannot be summed on an algorithm without one; each
+    # row must say what its class does.
+    for name, algorithm in allreduce_spec.ALGORITHMS.items():
+        built = allreduce_builder.from_spec(name, ['/cpu:0', '/cpu:1'], '/cpu:0')
+        has_one = type(built).all_gather is not allreduce.AllReduce.all_gather
+        assert algorithm.gathers == has_one, name
+    assert allreduce_spec.without_all_gather('pscpu:32k:nccl/xring') == ['nccl']
+    assert allreduce_spec.without_all_gather('xring') == []

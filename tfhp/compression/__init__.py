@@ -21,7 +21,7 @@ NONE = 'none'
 _SCHEMES = {}
 
 
-def register(name, factory, *args, **options):
+def register(name, factory, *args, summable=True, **options):
     """Makes `factory(*args, **options)` (a Compressor) the scheme --gradient_compression=name
     picks.
 
@@ -30,12 +30,15 @@ def register(name, factory, *args, **options):
       factory: its Compressor class (or a function returning one), or 'module:Class', e.g.
         'tfhp.compression.cast:Cast', imported when the scheme is first built.
       *args: passed to the factory.
+      summable: the Compressor's own `summable`, said here too so that the config can refuse
+        an all-reduce that cannot carry the payload before TensorFlow is imported
+        (tests/compression_test.py checks that the two agree).
       **options: passed to the factory; a `fraction` option (the share of elements a sparse
         scheme sends) can be set by --compression_fraction (`get`).
     """
     if name in _SCHEMES or name == NONE:
         raise ValueError('gradient compression %r is registered twice' % name)
-    _SCHEMES[name] = (factory, args, options)
+    _SCHEMES[name] = (factory, args, options, summable)
 
 
 def get(name, fraction=None):
@@ -55,7 +58,7 @@ def get(name, fraction=None):
     if name not in _SCHEMES:
         raise ValueError('unknown gradient compression %r; known: %s'
                          % (name, ', '.join(names())))
-    factory, args, options = _SCHEMES[name]
+    factory, args, options, _ = _SCHEMES[name]
     if fraction is not None:
         if not takes_fraction(name):
             raise ValueError(_fraction_message(name))
@@ -64,6 +67,12 @@ def get(name, fraction=None):
         module, attribute = factory.split(':')
         factory = getattr(importlib.import_module(module), attribute)
     return factory(*args, **options)
+
+
+def summable(name):
+    """Whether a registered scheme's payloads can be added as they travel ('none' can: its
+    payloads are the gradients)."""
+    return name == NONE or _SCHEMES[name][3]
 
 
 def takes_fraction(name):
@@ -88,8 +97,9 @@ def names():
 
 register('float16', 'tfhp.compression.cast:Cast', 'float16')
 register('bfloat16', 'tfhp.compression.cast:Cast', 'bfloat16')
-register('sign', 'tfhp.compression.sign:Sign')
-register('sign_noef', 'tfhp.compression.sign:Sign', False)
-register('topk', 'tfhp.compression.topk:TopK', fraction=0.01)
-register('topk_noef', 'tfhp.compression.topk:TopK', fraction=0.01, error_feedback=False)
-register('randomk', 'tfhp.compression.randomk:RandomK', fraction=0.01)
+register('sign', 'tfhp.compression.sign:Sign', summable=False)
+register('sign_noef', 'tfhp.compression.sign:Sign', False, summable=False)
+register('topk', 'tfhp.compression.topk:TopK', summable=False, fraction=0.01)
+register('topk_noef', 'tfhp.compression.topk:TopK', summable=False, fraction=0.01,
+         error_feedback=False)
+register('randomk', 'tfhp.compression.randomk:RandomK', summable=False, fraction=0.01)

@@ -136,6 +136,7 @@ class ReplicationConfig:
                        '--gradient_transfer_dtype and --gradient_compression both compress '
                        'gradients; use one (--gradient_compression=%s)',
                        self.gradient_transfer_dtype)
+        self._check_compressed_all_reduce()
         used = [flag for flag, value in (
             ('--all_reduce_spec', self.all_reduce_spec),
             ('--hierarchical_copy', self.hierarchical_copy),
@@ -147,6 +148,26 @@ class ReplicationConfig:
         errors.require(not (self.all_reduce_spec and self.hierarchical_copy),
                        '--hierarchical_copy and --all_reduce_spec both choose the all-reduce; '
                        'use one')
+
+    def _check_compressed_all_reduce(self):
+        """A payload that cannot be summed rides an all-reduce's all-gather: refused, naming
+        both flags, where the all-reduce has none."""
+        if compression.summable(self.compression):
+            return
+        usable = ', '.join(n for n in compression.names() if compression.summable(n))
+        errors.require(not self.strategy.worker_all_reduce,
+                       '%s=%s cannot be summed, and --variable_update=%s adds what the '
+                       'workers\' collective all-reduce carries; use a summable scheme (%s) '
+                       'or a strategy with ps tasks', self.compression_flag, self.compression,
+                       self.variable_update, usable)
+        if self.strategy.tower_all_reduce and self.all_reduce_spec:
+            missing = allreduce_spec.without_all_gather(self.all_reduce_spec)
+            errors.require(not missing, '%s=%s cannot be summed, and --all_reduce_spec=%s '
+                           'uses %s, which has no all-gather to carry it; use an algorithm '
+                           'that has one (%s) or a summable scheme (%s)', self.compression_flag,
+                           self.compression, self.all_reduce_spec, ', '.join(missing),
+                           ', '.join(n for n, a in allreduce_spec.ALGORITHMS.items()
+                                     if a.gathers), usable)
 
     def _check_buckets(self):
         if not self.fusion_bucket_bytes:

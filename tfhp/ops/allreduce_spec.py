@@ -25,13 +25,15 @@ Algorithm = collections.namedtuple('Algorithm', [
     'sharded',   # takes a '#shards' suffix
     'gpu_only',  # runs on GPUs only (refused with --device=cpu before a graph is built)
     'doc',       # one line: what it does (`tfhp.ops.allreduce_builder` builds it)
-])
+    'gathers',   # has an all-gather (`AllReduce.all_gather`): a compressed payload that cannot
+                 # be summed rides it (refused before a graph is built where it has none)
+], defaults=(False,))
 # The one list of algorithm names: `allreduce_builder.BUILDERS` builds each of them (a test
 # checks that both name the same set).
 ALGORITHMS = collections.OrderedDict((a.name, a) for a in (
-    Algorithm('pscpu', True, False, 'add on the host CPU, each tensor cut into k pieces'),
-    Algorithm('psgpu', True, False, 'add on the tower devices, k pieces on k devices'),
-    Algorithm('xring', True, False, 'k rings, each over 1/k of the tensor'),
+    Algorithm('pscpu', True, False, 'add on the host CPU, each tensor cut into k pieces', True),
+    Algorithm('psgpu', True, False, 'add on the tower devices, k pieces on k devices', True),
+    Algorithm('xring', True, False, 'k rings, each over 1/k of the tensor', True),
     Algorithm('nccl', False, True, 'NCCL all-sum'),
     Algorithm('collective', False, False, "TensorFlow's collective all-reduce"),
 ))
@@ -113,6 +115,12 @@ def algorithm_names(spec):
 def gpu_only(spec):
     """The GPU-only algorithms a (valid) spec uses, sorted (empty: it runs on CPUs)."""
     return sorted(name for name in algorithm_names(spec) if ALGORITHMS[name].gpu_only)
+
+
+def without_all_gather(spec):
+    """The algorithms a (valid) spec uses that have no all-gather, sorted (empty: a payload
+    that cannot be summed rides every part of it)."""
+    return sorted(name for name in algorithm_names(spec) if not ALGORITHMS[name].gathers)
 
 
 def cpu_algorithms():
