@@ -1,7 +1,8 @@
 """Tables, marks, conclusions and plots of experiments/links_study.py, one of each per study.
 
 REPORTS[study](records) marks each record against its study's reference (stats.mark), prints
-the table and the conclusion computed from the medians; PLOTS[study](records, path) draws it.
+the table and the conclusion computed from the medians; PLOTS[study](records, path, caption)
+draws it (caption: machine, date and commit, `tfhp.provenance.caption`).
 Records are `stats.combine`d records of `link_jobs.measure`.
 """
 import collections
@@ -211,7 +212,7 @@ def _exact(values):
     return [None if v is None else stats.summarise([v]) for v in values]
 
 
-def plot_saturation(records, path):
+def plot_saturation(records, path, caption=None):
     """Step time vs workers, a panel per model and rate; a colour per ps count: measured
     (median, min-max), the in-turn estimate dashed, the per-direction bound dotted."""
     panels = []
@@ -234,10 +235,11 @@ def plot_saturation(records, path):
     plots.line_panels(path, panels, 'workers', 'global step time, ms',
                       title='parameter-server saturation on emulated links: %s'
                       % plots.spread_text(records[0]['repeats']),
-                      xticks=[(w, str(w)) for w in workers])
+                      xticks=[(w, str(w)) for w in workers],
+                      caption=caption)
 
 
-def plot_modes(records, path):
+def plot_modes(records, path, caption=None):
     """Step time vs workers per mode (measured, and its estimate dashed)."""
     series = []
     for index, (label, rows) in enumerate(_groups(records, lambda r: r['label']).items()):
@@ -253,10 +255,11 @@ def plot_modes(records, path):
                               series, [])], 'workers', 'global step time, ms',
                       title='synchronous modes (dashed: the in-turn estimate, or the ring\'s '
                       'bound); %s' % plots.spread_text(records[0]['repeats']),
-                      xticks=[(w, str(w)) for w in workers])
+                      xticks=[(w, str(w)) for w in workers],
+                      caption=caption)
 
 
-def plot_precision(records, path):
+def plot_precision(records, path, caption=None):
     """Bars: step time, and a worker's bytes sent and received per step, per update and the
     way gradients are sent."""
     updates = list(_groups(records, lambda r: r['update']))
@@ -272,10 +275,11 @@ def plot_precision(records, path):
                              series('worker_received_mb'))],
                      title='gradients sent in float32 or compressed, %d workers on %s links: %s' % (
                          records[0]['num_workers'], records[0]['rate'],
-                         plots.spread_text(records[0]['repeats'])))
+                         plots.spread_text(records[0]['repeats'])),
+                     caption=caption)
 
 
-def plot_backup(records, path):
+def plot_backup(records, path, caption=None):
     """Bars: global step time and dropped gradients per rate and configuration."""
     rates = list(_groups(records, lambda r: r['rate']))
     by = {(r['rate'], r['configuration']): r for r in records}
@@ -288,7 +292,8 @@ def plot_backup(records, path):
                             ('late gradients dropped (timed steps)', 'gradients', rates,
                              series('dropped_gradients'))],
                      title='one straggler, one backup worker (%d workers, 1 ps): %s' % (
-                         records[0]['num_workers'], plots.spread_text(records[0]['repeats'])))
+                         records[0]['num_workers'], plots.spread_text(records[0]['repeats'])),
+                     caption=caption)
 
 
 PLOTS = {'saturation': plot_saturation, 'modes': plot_modes, 'precision': plot_precision,

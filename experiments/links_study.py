@@ -42,6 +42,7 @@ from experiments import links_report
 from experiments import presets
 from tfhp import compression
 from tfhp import modes
+from tfhp import provenance
 from tfhp.launcher import links
 
 FLAGS = flags.FLAGS
@@ -206,6 +207,8 @@ def study():
         print('links_study: %s' % e, file=sys.stderr)
         return 2
     measures = rows(FLAGS.studies)
+    # Said as the run starts: the commit measured, not the one a later redraw is made at.
+    caption = provenance.caption()
     order = [(name, i) for name in FLAGS.studies for i in range(len(measures[name]))]
     records = common.repeat_in_rounds([measures[s][i] for s, i in order], FLAGS.repeats,
                                       FLAGS.seed, link_jobs.FIGURES)
@@ -214,7 +217,8 @@ def study():
         links_report.REPORTS[name](done)
         common.write_records(done, FLAGS.result_file)
         if FLAGS.plot:
-            links_report.PLOTS[name](done, plot_path(FLAGS.plot, name, len(FLAGS.studies) > 1))
+            links_report.PLOTS[name](done, plot_path(FLAGS.plot, name, len(FLAGS.studies) > 1),
+                                     caption)
     return 0
 
 
