@@ -124,12 +124,15 @@ def test_spare_replica_absorbs_a_straggler(tmp_path):
         return summary
 
     spare_slow, full_slow = rate(2), rate(3)
-    assert full_slow['global_steps_per_sec'] <= 5.0
-    assert spare_slow['global_steps_per_sec'] >= 2 * full_slow['global_steps_per_sec']
+    # Flaky once in a loaded group run, never alone: the messages say which figure fell short.
+    rates = {'R=2': spare_slow['global_steps_per_sec'], 'R=3': full_slow['global_steps_per_sec']}
+    assert rates['R=3'] <= 5.0, rates
+    assert rates['R=2'] >= 2 * rates['R=3'], rates
     # The straggler's late gradients were dropped and counted, with their images, apart for
     # its warm-up and its timed steps (a timed step drops at most its own gradient).
     straggler = spare_slow['tasks'][2]
-    assert straggler['dropped_gradients'] + straggler['warmup_dropped_gradients'] >= 1
+    assert straggler['dropped_gradients'] + straggler['warmup_dropped_gradients'] >= 1, (
+        straggler, rates)
     assert straggler['dropped_gradients'] <= straggler['num_steps']
     assert straggler['warmup_dropped_gradients'] <= straggler['warmup_steps']
     assert straggler['dropped_images'] == 2 * straggler['dropped_gradients']

@@ -20,7 +20,6 @@ from tfhp import benchmark
 from tfhp import results
 from tfhp import session as session_lib
 from tfhp import startup
-from tfhp.cluster import errors
 from tfhp.cluster import servers
 from tfhp.cluster import task as task_lib
 from tfhp.cluster import task_session
@@ -49,26 +48,10 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
     startup.mark('graph')
     log('worker %d: forward only, %d tower(s), batch %d per tower, %d trainable parameters'
         % (index, topology.num_towers, built.batch_size, built.num_params))
-    chief = 'chief worker 0 at %s' % cluster.worker_hosts[0]
-    dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
-              2 * cluster.peer_timeout_s)
-    session_start = time.time()
-    restored = task_lib.checkpoint_step(cfg.run.train_dir) if topology.is_chief else 0
-    with built.graph.as_default():
-        try:
-            sess = task_session.TaskSession(
-                task.server.target, task_session.session_config(
-                    proto, ['/job:ps', '/job:worker/task:%d' % index]),
-                built.saver, initialise=topology.is_chief,
-                checkpoint_dir=cfg.run.train_dir if topology.is_chief else None, hooks=[],
-                timeout_s=cluster.peer_timeout_s)
-        except task_session.NotInitialised:
-            raise errors.ClusterError('%s did not initialise the model within %g s'
-                                      % (chief, cluster.peer_timeout_s)) from None
-    ready_time = time.time()
-    if restored:
-        events.note('restored the checkpoint of global step %d from %s'
-                    % (restored, cfg.run.train_dir))
+    sess, session_start, ready_time = task_lib.open_session(
+        task, built, cluster, cfg.run.train_dir,
+        task_session.session_config(proto, ['/job:ps', '/job:worker/task:%d' % index]), [],
+        topology.is_chief, topology.is_chief, events)
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
     dog.phase('the staging warm-up', cluster.step_timeout_s + cluster.peer_timeout_s)
     if built.post_init_ops:

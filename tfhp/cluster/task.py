@@ -15,14 +15,17 @@ disagree with its own (`tfhp.cluster.agreement`). Exit statuses: 0 done, 1 a pee
 wait overran, 2 a setting is at fault, 128 + N stopped by signal N. docs/faults.md has the rest.
 """
 import collections
+import time
 
 import tensorflow.compat.v1 as tf
 
 from tfhp import pipelines
 from tfhp import session as session_lib
 from tfhp.cluster import control
+from tfhp.cluster import errors
 from tfhp.cluster import liveness
 from tfhp.cluster import servers
+from tfhp.cluster import task_session
 from tfhp.cluster import watchdog
 
 Task = collections.namedtuple('Task', [
@@ -128,6 +131,49 @@ def start(cfg, proto, settings, essential, fail, watched=None, on_event=None):
                             # before they could name the disagreement themselves.
                             mine=state.info if settings is not None else None)
     return Task(server, me, watch, dog, state)
+
+
+def open_session(task, built, cluster, train_dir, config, hooks, is_chief, initialise, events):
+    """This worker's `task_session.TaskSession` on `built`'s graph, once it is ready.
+
+    The chief initialises the variables or restores the latest checkpoint of train_dir (an
+    event says which); the other workers wait for it, bounded by --peer_timeout_s, under a
+    watchdog phase that names the chief.
+
+    Args:
+      task: this task (`start`).
+      built: its `benchmark.Built`.
+      cluster: the ClusterConfig.
+      train_dir: --train_dir ('' or None: none).
+      config: the session's ConfigProto (`task_session.session_config`).
+      hooks: its SessionRunHooks.
+      is_chief: worker 0, which restores and writes checkpoints.
+      initialise: whether this task initialises (the chief, or every worker of an all-reduce
+        job).
+      events: its `events.EventLog`.
+    Returns:
+      (the session, when it was asked for, when it was ready): epoch seconds.
+    Raises:
+      errors.ClusterError: the chief did not initialise the model within --peer_timeout_s.
+    """
+    chief = 'chief worker 0 at %s' % cluster.worker_hosts[0]
+    task.dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
+                   2 * cluster.peer_timeout_s)
+    start = time.time()
+    restored = checkpoint_step(train_dir) if is_chief else 0
+    with built.graph.as_default():
+        try:
+            sess = task_session.TaskSession(
+                task.server.target, config, built.saver, initialise=initialise,
+                checkpoint_dir=train_dir if is_chief else None, hooks=hooks,
+                timeout_s=cluster.peer_timeout_s)
+        except task_session.NotInitialised:
+            raise errors.ClusterError('%s did not initialise the model within %g s'
+                                      % (chief, cluster.peer_timeout_s)) from None
+    ready = time.time()
+    if restored:
+        events.note('restored the checkpoint of global step %d from %s' % (restored, train_dir))
+    return sess, start, ready
 
 
 def stop_bound(cluster):

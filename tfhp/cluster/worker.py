@@ -210,25 +210,9 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
     log('worker %d: %s, %d tower(s), batch %d per tower, %d trainable parameters'
         % (index, cfg.replication.variable_update, topology.num_towers, built.batch_size,
            built.num_params))
-    chief = 'chief worker 0 at %s' % cluster.worker_hosts[0]
-    dog.phase('starting the session (initialising, restoring or waiting for %s)' % chief,
-              2 * cluster.peer_timeout_s)
-    session_start = time.time()
-    restored = task_lib.checkpoint_step(cfg.run.train_dir) if topology.is_chief else 0
-    with built.graph.as_default():
-        try:
-            sess = task_session.TaskSession(
-                task.server.target, task_session.session_config(proto, filters), built.saver,
-                initialise=topology.is_chief or collective,
-                checkpoint_dir=cfg.run.train_dir if topology.is_chief else None, hooks=hooks,
-                timeout_s=cluster.peer_timeout_s)
-        except task_session.NotInitialised:
-            raise errors.ClusterError('%s did not initialise the model within %g s'
-                                       % (chief, cluster.peer_timeout_s)) from None
-    ready_time = time.time()
-    if restored:
-        events.note('restored the checkpoint of global step %d from %s'
-                    % (restored, cfg.run.train_dir))
+    sess, session_start, ready_time = task_lib.open_session(
+        task, built, cluster, cfg.run.train_dir, task_session.session_config(proto, filters),
+        hooks, topology.is_chief, topology.is_chief or collective, events)
     task.watch.set_interval(liveness.steady_interval(cluster.peer_timeout_s))
 
     def on_stop(signum):
