@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tests.cluster import sync_replicas_test
 from tests.replication import equivalence_test
 from tests.replication import staged_vars_test
 from tfhp import config as config_lib
@@ -74,12 +75,8 @@ class _Worker:
             self.counters = manager.counters()
             init = tf.global_variables_initializer() if index == 0 else tf.no_op()
             local_init = tf.local_variables_initializer()
-        self.sess = tf.Session(target, graph=self.graph)
-        self.sess.run(init)
-        self.sess.run(local_init)
-        self.coord = tf.train.Coordinator()
-        for hook in self.ops.hooks:
-            hook.after_create_session(self.sess, self.coord)
+        self.sess, self.coord = sync_replicas_test.open_worker_session(
+            target, self.graph, [init, local_init], self.ops.hooks)
 
     def prime(self):
         self.sess.run(self.ops.post_init_ops, options=TIMEOUT)

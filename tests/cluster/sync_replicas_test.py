@@ -26,6 +26,18 @@ LR = 0.5
 DATA = [np.array([[1.0, 2.0]], np.float32), np.array([[3.0, -4.0]], np.float32)]
 
 
+
+def open_worker_session(target, graph, init_ops, hooks):
+    """A session on `graph` at `target`, init_ops run one after the other and every hook told
+    of it, as a monitored session would: (session, coordinator)."""
+    sess = tf.Session(target, graph=graph)
+    for op in init_ops:
+        sess.run(op)
+    coord = tf.train.Coordinator()
+    for hook in hooks:
+        hook.after_create_session(sess, coord)
+    return sess, coord
+
 class _Fixed(base.Pipeline):
 
     def __init__(self, images):
@@ -73,12 +85,8 @@ class _Worker:
             self.dropped = self.manager.counters()['dropped_gradients']
             init = tf.global_variables_initializer() if index == 0 else tf.no_op()
             local_init = tf.local_variables_initializer()
-        self.sess = tf.Session(target, graph=self.graph)
-        self.sess.run(init)
-        self.sess.run(local_init)
-        self.coord = tf.train.Coordinator()
-        for hook in self.ops.hooks:
-            hook.after_create_session(self.sess, self.coord)
+        self.sess, self.coord = open_worker_session(target, self.graph, [init, local_init],
+                                                    self.ops.hooks)
 
     def step(self):
         self.sess.run(self.ops.train_op, options=tf.RunOptions(timeout_in_ms=20000))
