@@ -95,8 +95,9 @@ def test_the_emulated_model_has_the_real_variables_and_every_gradient(model, dat
         np.testing.assert_array_equal(grad, weight)
 
 
-def test_an_emulated_step_waits_every_layer_forward_and_backward(monkeypatch):
-    profile, _ = _profile('lenet', None, 0.01)  # 4 layers: at least 80 ms a step
+def _second_step_s(profile, monkeypatch):
+    """Seconds of the second of two forward-and-backward passes of the emulated `profile`, and
+    the tally of both (the process's, swapped for a fresh one)."""
     tally = timing.PassTally()
     monkeypatch.setattr(timing, 'EMULATED_COMPUTE', tally)
     with tf.Graph().as_default():
@@ -108,7 +109,12 @@ def test_an_emulated_step_waits_every_layer_forward_and_backward(monkeypatch):
             sess.run(grads)
             start = time.perf_counter()
             sess.run(grads)
-            elapsed = time.perf_counter() - start
+            return time.perf_counter() - start, tally
+
+
+def test_an_emulated_step_waits_every_layer_forward_and_backward(monkeypatch):
+    profile, _ = _profile('lenet', None, 0.01)  # 4 layers: at least 80 ms a step
+    elapsed, tally = _second_step_s(profile, monkeypatch)
     assert len(profile.layers) == 4 and elapsed >= 0.08
     # Two passes, each the profile's eight waits as they happened: no less than the profile.
     assert tally.per_pass_s() == pytest.approx(profile.compute_s, rel=0.5)
@@ -117,26 +123,17 @@ def test_an_emulated_step_waits_every_layer_forward_and_backward(monkeypatch):
 
 def test_late_wakes_do_not_add_up_over_a_pass(monkeypatch):
     # Every sleep wakes 10 ms late, as on two cores busy with 16-32 workers. The schedule goes
-    # on from when each layer was due: a pass of 4 waits of 20 ms ends one late wake after its
-    # 80 ms (90 ms), where restarting from every late wake would take 4 x 30 ms.
+    # on from when each layer was due: the forward and the backward chain of 4 waits of 20 ms
+    # each end one late wake after their 80 ms (180 ms in all), where restarting from every
+    # late wake would take 8 x 30 ms.
     profile, _ = _profile('lenet', None, 0.02)
     real_sleep = time.sleep
     monkeypatch.setattr(emulated_model.time, 'sleep', lambda s: real_sleep(s + 0.01))
-    tally = timing.PassTally()
-    monkeypatch.setattr(timing, 'EMULATED_COMPUTE', tally)
-    with tf.Graph().as_default():
-        loss, _ = emulated_model.make_model_fn(profile, 10)(tf.zeros([2, 8, 8, 3]),
-                                                            tf.zeros([2], tf.int32))
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            sess.run(loss)
-            start = time.perf_counter()
-            sess.run(loss)
-            elapsed = time.perf_counter() - start
+    elapsed, tally = _second_step_s(profile, monkeypatch)
     assert len(profile.layers) == 4
-    assert 0.09 <= elapsed < 0.105
-    # The tally counts each pass from its first start to its last return: 90 ms, not 120.
-    assert tally.per_pass_s() == pytest.approx(0.09, abs=0.01)
+    assert 0.18 <= elapsed < 0.215
+    # The tally counts each chain from its first start to its last return: 90 + 90 ms.
+    assert tally.per_pass_s() == pytest.approx(0.18, abs=0.015)
 
 
 def test_a_pass_tally_averages_over_passes_not_over_waits():
