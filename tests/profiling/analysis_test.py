@@ -179,3 +179,12 @@ def test_analysis_leaves_the_run_metadata_unchanged():
     before = metadata.SerializeToString()
     analysis.analyze(metadata)
     assert metadata.SerializeToString() == before
+
+
+def test_a_stage_scope_opened_twice_is_the_same_stage():
+    # TensorFlow names a second `aggregate` scope `aggregate_1` (the collective manager's is,
+    # between graphs): still the aggregate stage, not `other`.
+    assert events.stage_of('aggregate_1/CollectiveReduceV2', 'CollectiveReduceV2') == 'aggregate'
+    assert events.stage_of('tower_0/backward_2/gradients/MatMul', 'MatMul') == 'backward'
+    assert events.stage_of('save_1/Const', 'Const') == events.OTHER
+    assert events.stage_of('aggregate_x/add', 'AddV2') == events.OTHER

@@ -1,7 +1,8 @@
 """One traced step read back: timed ops with their stage, and the cross-device transfers.
 
 Reads a `RunMetadata` captured with FULL_TRACE. Each op's stage comes from its name alone: the
-first name-scope component that is a stage name (`tfhp.ops.scopes.STAGES`), so
+first name-scope component that is a stage name (`tfhp.ops.scopes.STAGES`, or TensorFlow's
+`<stage>_<n>` for a scope opened again), so
 `tower_1/backward/gradients/tower_1/forward/...` is `backward` and grappler's
 `ConstantFolding/aggregate/...` is `aggregate`. Copies are recognised by op type instead
 (`MEMCPY*`, `_Send`/`_Recv`, RPC `RecvTensor`): host<->device copies are `copy`, every other
@@ -68,14 +69,19 @@ def is_gpu_trace_device(device):
 
 
 def stage_of(name, op_type, stages=scopes.STAGES):
-    """The stage of an op: a transfer kind by type, else its first stage-named scope."""
+    """The stage of an op: a transfer kind by type, else its first stage-named scope.
+
+    A stage's scope opened twice in one graph is named `<stage>_<n>` by TensorFlow (the
+    collective manager's between graphs is `aggregate_1`): it is the same stage."""
     if 'MEMCPY' in op_type:
         return COPY if ('HtoD' in op_type or 'DtoH' in op_type) else COMMUNICATION
     if op_type in _TRANSFER_TYPES:
         return COMMUNICATION
     for part in name.split('/'):
-        if part in stages:
-            return part
+        base, _, suffix = part.rpartition('_')
+        stage = base if base and suffix.isdigit() else part
+        if stage in stages:
+            return stage
     return OTHER
 
 

@@ -10,7 +10,6 @@ what the figure shows: with fusion buckets (`--fusion_bucket_bytes`) the first a
 while backward waits are still to come, with the single pack only after the last one.
 """
 import collections
-import re
 
 from tfhp.ops import scopes
 from tfhp.profiling import intervals
@@ -22,9 +21,6 @@ ROWS = (FORWARD, BACKWARD, ALL_REDUCE)
 # The aggregate stage's ops that move or fuse the gradients (not its reshapes and slices).
 ALL_REDUCE_TYPES = ('CollectiveReduceV2', 'CollectiveReduce', 'ConcatV2', 'NcclAllReduce')
 
-# The aggregate scope as a graph may name it: a second `aggregate` scope is `aggregate_1`
-# (the collective manager's is, between graphs), which `events.stage_of` counts as `other`.
-_AGGREGATE_SCOPE = re.compile(r'^%s(_\d+)?$' % scopes.AGGREGATE)
 
 Overlap = collections.namedtuple('Overlap', [
     'step_ms',             # the step: first op's start to last op's end (all ops)
@@ -42,8 +38,7 @@ def row_of(op):
         return FORWARD
     if leaf.startswith('backward_wait'):
         return BACKWARD
-    if op.type in ALL_REDUCE_TYPES and (op.stage == scopes.AGGREGATE or any(
-            _AGGREGATE_SCOPE.match(part) for part in op.name.split('/')[:-1])):
+    if op.type in ALL_REDUCE_TYPES and op.stage == scopes.AGGREGATE:
         return ALL_REDUCE
     return None
 
