@@ -20,6 +20,7 @@ from absl import flags
 
 from experiments import common
 from experiments import frame
+from experiments import presets
 from tfhp import plots
 from tfhp import provenance
 from tfhp.profiling import capture
@@ -27,7 +28,6 @@ from tfhp.profiling import events
 from tfhp.profiling import timeline
 
 FLAGS = flags.FLAGS
-SINGLE_PACK_BYTES = 1 << 40  # larger than every model's gradients: one bucket of everything
 PROFILE = 'tests/data/resnet20_profile.json'
 BACKWARD_END = 'last backward wait ends'
 
@@ -35,7 +35,7 @@ BACKWARD_END = 'last backward wait ends'
 def variants(bucket_bytes):
     """[(label, --fusion_bucket_bytes)]: the buckets first, then the single pack."""
     return [('%d KiB buckets' % (bucket_bytes // 1024), bucket_bytes),
-            ('one pack (all gradients)', SINGLE_PACK_BYTES)]
+            ('one pack (all gradients)', presets.ONE_PACK_BYTES)]
 
 
 def measure(label, bucket_bytes, trace_dir):
