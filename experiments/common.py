@@ -41,9 +41,10 @@ ClusterRun = collections.namedtuple('ClusterRun', ['summary', 'results', 'error'
 
 
 def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=None,
-                ps_link_bandwidth=None):
+                ps_link_bandwidth=None, host_queue='fair'):
     """Runs one job, every task its own process (`tfhp.launcher.local_job.launch_job`), on
-    loopback or on emulated links of the given rates.
+    loopback or on emulated links of the given rates, each task's upload queued `host_queue`
+    (`tfhp.launcher.links.HOST_QUEUES`).
 
     On links, every task's NIC counters are also sampled while the job runs
     (`tfhp.launcher.link_traffic`), and the summary's 'links' gets 'timed': the bytes per
@@ -58,7 +59,8 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
         summary, results = local_job.launch_job(num_ps, num_workers, list(tfhp_args),
                                                 timeout_s=timeout_s,
                                                 link_bandwidth=link_bandwidth,
-                                                ps_link_bandwidth=ps_link_bandwidth, out=output)
+                                                ps_link_bandwidth=ps_link_bandwidth,
+                                                host_queue=host_queue, out=output)
     if 'links' in summary:
         summary['links']['timed'] = link_traffic.timed_report(
             sampler.samples, summary['links']['tasks'], results.get(('worker', 0), {}))

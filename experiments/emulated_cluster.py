@@ -67,7 +67,8 @@ def measure(path, profile, floors, workers, ps, rate, seed):
     if modes.strategy(update).partitions and ps > 1:
         args.append('--partition_min_bytes=%d' % (1 << 18))
     outcome = common.run_cluster(ps if modes.strategy(update).uses_ps else 0, workers, args,
-                                 link_bandwidth=rate, timeout_s=FLAGS.job_timeout_s)
+                                 link_bandwidth=rate, timeout_s=FLAGS.job_timeout_s,
+                                 host_queue=FLAGS.link_queue)
     if outcome.error:
         raise RuntimeError('W=%d K=%d %s: %s' % (workers, ps, rate, outcome.error))
     figures = common.cluster_figures(outcome.summary)
@@ -75,6 +76,7 @@ def measure(path, profile, floors, workers, ps, rate, seed):
     busy = outcome.summary['cpu']['busy_timed']
     waited_ms = worst_compute_ms(outcome.results, profile)
     return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
+            'link_queue': FLAGS.link_queue,
             'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
             'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
             'comm_share': 1.0 - 1000.0 * profile.compute_s / step_ms, 'cpu_busy': busy,
@@ -150,6 +152,8 @@ if __name__ == '__main__':
     flags.DEFINE_list('ps', ['1', '2', '3'], 'ps task counts.')
     flags.DEFINE_list('rates', ['500mbit'], 'NIC rates (tc units).')
     flags.DEFINE_string('variable_update', modes.DEFAULT_STRATEGY, 'The strategy of every job.')
+    flags.DEFINE_enum('link_queue', 'fair', links.HOST_QUEUES, 'How each task\'s NIC queues '
+                      'what it sends (tfhp.launcher.links).')
     flags.DEFINE_float('max_comm_share', None, 'Answer: the smallest ps count whose share of the '
                        'step that is not compute stays under this.')
     # 33 TensorFlow processes take about 5 minutes to start on two cores.

@@ -24,6 +24,7 @@ import sys
 from tfhp import timing
 from tfhp.launcher import cpu_load
 from tfhp.launcher import faults
+from tfhp.launcher import links
 from tfhp.launcher import local_job
 from tfhp.launcher import plan
 from tfhp.launcher import progress_log
@@ -57,6 +58,10 @@ def _parse(argv):
                         '--save_model_secs; default 0: a fault ends the job)')
     parser.add_argument('--ps_link_bandwidth', default=None,
                         help='the ps tasks\' NIC rate (default: --link_bandwidth)')
+    parser.add_argument('--link_queue', default=None, choices=links.HOST_QUEUES,
+                        help='how each task\'s NIC queues what it sends: fair (a queue per '
+                        'peer, served in turn, as a host\'s NIC is) or fifo (one queue: the '
+                        'TCP flow that opened first keeps most of the link); default fair')
     parser.add_argument('--inject', action='append', default=[], metavar='KIND:TASK@STEP',
                         help='inject a fault when the chief reaches a global step: '
                         'kill:worker1@15, pause:ps0@15+2 (SIGSTOP for 2 s), '
@@ -74,6 +79,8 @@ def _parse(argv):
         parser.error('--max_restarts must be >= 0')
     if args.ps_link_bandwidth and not args.link_bandwidth:
         parser.error('--ps_link_bandwidth needs --link_bandwidth')
+    if args.link_queue and not args.link_bandwidth:
+        parser.error('--link_queue needs --link_bandwidth')
     try:
         args.inject = [faults.parse(text) for text in args.inject]
         faults.check(args.inject, plan.task_names(args.num_ps, args.num_workers,
@@ -102,6 +109,9 @@ def _print_summary(summary):
             '%.2f MB sent, %.2f MB received per step, >= %.2f ms of a global step' % (
                 link['bytes_sent_per_step'] / 1e6, link['bytes_received_per_step'] / 1e6,
                 link['comm_bound_ms'])) if 'comm_bound_ms' in link else 'no step'))
+    if 'links' in summary:
+        print('[launch] links: %s queue per task\'s NIC, TCP %s'
+              % (summary['links']['host_queue'], summary['links']['tcp']))
     if summary.get('links', {}).get('global_step_ms'):
         print('[launch] global step %.2f ms; the links take at least %.2f ms of it'
               % (summary['links']['global_step_ms'], summary['links']['comm_bound_ms']))
@@ -137,7 +147,7 @@ def main(argv=None):
         print('[launch] warning: ' + warning)
     launch_args = dict(timeout_s=args.timeout_s, keep_going=args.keep_going,
                        controller=args.controller, link_bandwidth=args.link_bandwidth,
-                       ps_link_bandwidth=args.ps_link_bandwidth,
+                       ps_link_bandwidth=args.ps_link_bandwidth, host_queue=args.link_queue or 'fair',
                        lean_malloc=not args.default_malloc)
     say = lambda line: print('[launch] ' + line, flush=True)  # noqa: E731
     injector = faults.Injector(say) if args.inject else None

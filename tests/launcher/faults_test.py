@@ -45,6 +45,9 @@ def test_the_launcher_refuses_a_fault_its_job_cannot_take(capsys):
     with pytest.raises(SystemExit):
         launch.main(['--inject=link_down:worker1@3+1', '--', '--model=trivial'])
     assert 'a link_down needs emulated links (--link_bandwidth)' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        launch.main(['--link_queue=fifo', '--', '--model=trivial'])
+    assert '--link_queue needs --link_bandwidth' in capsys.readouterr().err
 
 
 def _state(pid):

@@ -5,6 +5,8 @@ import select
 import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -50,7 +52,8 @@ def _fake_commands(monkeypatch, fail=None):
     ('netns add', 'cannot create a network namespace: Error: no luck'),
     ('type bridge', 'cannot create a bridge: Error: no luck'),
     ('type veth', 'cannot create a veth pair: Error: no luck'),
-    ('tbf', 'the tbf qdisc is not available: Error: no luck')])
+    ('tbf', 'the tbf qdisc is not available: Error: no luck'),
+    ('u32', 'the fair queue (htb, bfifo, u32) is not available: Error: no luck')])
 def test_check_available_names_the_missing_piece_and_removes_its_probe(monkeypatch, fail,
                                                                         message):
     log = _fake_commands(monkeypatch, fail)
@@ -63,7 +66,9 @@ def test_check_available_names_the_missing_piece_and_removes_its_probe(monkeypat
 def test_check_available_passes_when_every_probe_step_does(monkeypatch):
     log = _fake_commands(monkeypatch)
     links.check_available()
-    assert [argv[0] for argv in log] == ['ip', 'ip', 'ip', 'tc', 'ip']
+    # namespace, bridge, veth, tbf; the fair queue (htb, its class, then a class, queue and
+    # filter per peer after the default class's two); delete.
+    assert [argv[0] for argv in log] == ['ip'] * 3 + ['tc'] * 8 + ['ip']
 
 
 def test_check_available_wants_root(monkeypatch):
@@ -94,7 +99,8 @@ def test_subnet_avoids_the_hosts_routes(monkeypatch):
     (dict(rate_bps=1e8, task_rates_bps={('worker', 1): 10}), 'worker 1 is 10 bit/s'),
     (dict(rate_bps=1e8, tasks=[('worker', 0), ('worker', 0)]), 'tasks must be distinct'),
     (dict(rate_bps=1e8, task_rates_bps={('ps', 0): 1e9}),
-     r"not in the network: \[\('ps', 0\)\]")])
+     r"not in the network: \[\('ps', 0\)\]"),
+    (dict(rate_bps=1e8, host_queue='fq'), "host_queue is 'fq'; it must be one of fair, fifo")])
 def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwargs, message):
     log = _fake_commands(monkeypatch)
     with pytest.raises(ValueError, match=message):
@@ -147,6 +153,27 @@ def test_links_carry_their_rate_both_ways_and_close_leaves_nothing(links_availab
     assert not _leftovers(network.name)
     network.close()  # Idempotent.
     assert _host_links() == host_links
+
+
+def test_the_fair_queue_gives_a_later_flow_its_share_and_counts_each_peer(links_available):
+    # One sender, two receivers: only the sender's upload is shared. Behind a FIFO a flow
+    # that starts while another holds the link got 8% of 100 Mbit/s; each peer's queue
+    # served in turn gives it about half.
+    ps, w0, w1 = ('ps', 0), ('worker', 0), ('worker', 1)
+    with links.EmulatedNetwork([w0, w1, ps], rate_bps=1e8) as network:
+        assert network.sent_bytes_by_peer(w0) == {w1: 0, ps: 0}
+        first = threading.Thread(target=link_probe.measure, args=(network, w0, w1, 2.5))
+        first.start()
+        time.sleep(0.5)
+        later = link_probe.measure(network, w0, ps, seconds=1.5)
+        first.join()
+        assert later.goodput_bps > 0.3e8
+        sent = network.sent_bytes_by_peer(w0)
+        # Each class counted its own peer's bytes: at least 0.3 of 100 Mbit/s for 1.2 s.
+        assert min(sent.values()) > 0.3e8 * 1.2 / 8
+        assert sum(sent.values()) <= network.shaped_bytes(w0)[0]
+    with links.EmulatedNetwork([w0, ps], rate_bps=1e8, host_queue='fifo') as network:
+        assert network.sent_bytes_by_peer(w0) is None
 
 
 _CREATOR = '''

@@ -6,6 +6,7 @@ records (`tfhp.results`); `link_report` reads an emulated network's counters
 """
 from tfhp import counts
 from tfhp import startup
+from tfhp.launcher import links
 
 
 def task_name(task):
@@ -129,4 +130,5 @@ def link_report(network, tasks, results):
     bounds = [e['comm_bound_ms'] for e in report.values() if 'comm_bound_ms' in e]
     rate = chief.get('global_steps_per_sec')
     return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None,
-            'global_step_ms': 1000.0 / rate if rate else None}
+            'global_step_ms': 1000.0 / rate if rate else None,
+            'host_queue': network.host_queue, 'tcp': links.congestion_control()}

@@ -11,6 +11,17 @@ bridge by a veth pair that a token bucket (`tc qdisc ... tbf`) shapes in both di
 Traffic from task k to task j is bound by k's upload and j's download, like two machines on one
 switch. Without `netem`, links add no latency beyond the tbf queue (at most `_LATENCY`, 20 ms).
 
+How a task's upload queues what waits for the link (`host_queue`):
+  fair  a queue per peer, served in turn (an htb of one class per peer under the tbf; htb serves
+        classes of one priority by deficit round robin), each queue bounded like tbf's own.
+        A host's NIC is fair among its flows: Linux's default fq_codel, and a multi-queue NIC
+        that hashes flows to queues it serves in turn. So when a ps sends W workers their
+        weights at once, they arrive together.
+  fifo  tbf's one queue: whichever TCP flow opened its window first keeps most of the link. A
+        ps's pull then serves workers nearly in turn: lenet, 4 workers at 1 Gbit/s, one
+        worker's weights came at 93 ms and the other three's at 204-221 ms (docs/results.md).
+A task's download (the switch port) is one FIFO queue either way, as a switch's port is.
+
 The bridge lives in a namespace of its own (the hub), not in the host's: nothing of a job touches
 the host's network (no interface, route or bridge-netfilter rule there), every job may use any
 subnet, and deleting a job's namespaces deletes all its links. The subnet still avoids the host's
@@ -49,6 +60,14 @@ _MIN_BURST_BYTES = 65536
 # Queue bound, like a switch port's buffer: two senders into one 200 mbit download got the full
 # rate together with 5, 20 and 50 ms; 20 ms keeps the added queueing delay small.
 _LATENCY = '20ms'
+_LATENCY_S = 0.020
+# The queue disciplines of a task's upload (module doc).
+HOST_QUEUES = ('fair', 'fifo')
+# What a peer's class lends in one turn: a 64 KiB GSO packet.
+_QUANTUM = '65536'
+# The classes' buckets: tc's default (rate / HZ) rounds to a few bytes here; the tbf above
+# bounds the bursts that reach the link.
+_HTB_BURST = '1mb'
 # Below this the 64 KiB burst is over half a second of the link: no longer a shaped link.
 MIN_RATE_BPS = 1e6
 
@@ -99,13 +118,59 @@ def _must(argv):
 
 def _tbf(namespace, device, rate_bps, verb='add'):
     burst = max(_MIN_BURST_BYTES, int(rate_bps * _BURST_S / 8))
-    return ['tc', '-n', namespace, 'qdisc', verb, 'dev', device, 'root', 'tbf',
-            'rate', '%dbit' % rate_bps, 'burst', str(burst), 'latency', _LATENCY]
+    # Handle 1: lets the fair queue attach under it (a change keeps the handle).
+    handle = ['handle', '1:'] if verb == 'add' else []
+    return ['tc', '-n', namespace, 'qdisc', verb, 'dev', device, 'root'] + handle + [
+        'tbf', 'rate', '%dbit' % rate_bps, 'burst', str(burst), 'latency', _LATENCY]
+
+
+def _fair_queue(namespace, device, rate_bps, peer_ips):
+    """The tc commands that put a queue per peer under the device's tbf (module doc).
+
+    An htb class of the link's rate holds a class per peer (10:<k+2> for peer_ips[k]) and one
+    for what goes to no peer (10:1, ARP). Each is guaranteed an equal part of the rate and may
+    borrow up to all of it: htb serves classes under their guarantee first, then lends the rest
+    in turn. A guarantee, not only turns, because a TCP flow paces itself (BBR, the default
+    here, does): a flow that started while another held the link sends too little to keep its
+    queue full, and turns alone left it 8-25% of the link. Each queue holds at most tbf's own
+    bound (`_LATENCY` of the rate).
+    """
+    tc = ['tc', '-n', namespace]
+    limit = str(max(_MIN_BURST_BYTES, int(rate_bps * _LATENCY_S / 8)))
+    share = '%dbit' % (rate_bps / (len(peer_ips) + 1))
+    rate = ['%dbit' % rate_bps, 'burst', _HTB_BURST, 'cburst', _HTB_BURST]
+    argv = [tc + ['qdisc', 'add', 'dev', device, 'parent', '1:1', 'handle', '10:', 'htb',
+                  'default', '1', 'r2q', '1000000'],
+            tc + ['class', 'add', 'dev', device, 'parent', '10:', 'classid', '10:ffff', 'htb',
+                  'rate'] + rate]
+    for k, ip in enumerate([None] + list(peer_ips)):
+        classid = '10:%x' % (k + 1)
+        argv.append(tc + ['class', 'add', 'dev', device, 'parent', '10:ffff', 'classid',
+                          classid, 'htb', 'rate', share, 'ceil'] + rate + [
+                              'quantum', _QUANTUM])
+        argv.append(tc + ['qdisc', 'add', 'dev', device, 'parent', classid, 'bfifo', 'limit',
+                          limit])
+        if ip:
+            argv.append(tc + ['filter', 'add', 'dev', device, 'parent', '10:', 'protocol', 'ip',
+                              'prio', '1', 'u32', 'match', 'ip', 'dst', ip + '/32', 'flowid',
+                              classid])
+    return argv
 
 
 def _qdisc_bytes(namespace, device):
     out = _must(['tc', '-n', namespace, '-s', '-j', 'qdisc', 'show', 'dev', device])
     return json.loads(out)[0]['bytes']
+
+
+def congestion_control():
+    """The TCP congestion control the tasks' connections use: the host's default, which a new
+    namespace inherits and cannot change unless the host allows it (e.g. 'bbr', 'cubic').
+    How fairly flows share a link depends on it, so a run records it."""
+    try:
+        with open('/proc/sys/net/ipv4/tcp_congestion_control') as f:
+            return f.read().strip()
+    except OSError:
+        return None
 
 
 def check_available():
@@ -116,8 +181,8 @@ def check_available():
     `cleanup_stale` clears it if this process is killed meanwhile.
 
     Raises:
-      LinksUnavailable: not root, no `ip` or `tc`, or no namespaces, bridges, veth pairs or
-        tbf.
+      LinksUnavailable: not root, no `ip` or `tc`, or no namespaces, bridges, veth pairs,
+        tbf, or the fair queue's htb, bfifo and u32.
     """
     if os.geteuid() != 0:
         raise LinksUnavailable('emulated links need root (network namespaces and tc); '
@@ -132,7 +197,9 @@ def check_available():
                                          'type', 'bridge']),
              ('cannot create a veth pair', ['ip', '-n', namespace, 'link', 'add', 'name', 'a',
                                             'type', 'veth', 'peer', 'name', 'b']),
-             ('the tbf qdisc is not available', _tbf(namespace, 'a', 1e8))]
+             ('the tbf qdisc is not available', _tbf(namespace, 'a', 1e8))] + [
+                 ('the fair queue (htb, bfifo, u32) is not available', argv)
+                 for argv in _fair_queue(namespace, 'a', 1e8, ['10.0.0.2'])]
     try:
         for what, argv in steps:
             result = _run(argv)
@@ -230,7 +297,7 @@ class EmulatedNetwork:
       name: the job's tag, <prefix><pid>-<4 hex>; every namespace of the job starts with it.
     """
 
-    def __init__(self, tasks, rate_bps, task_rates_bps=None, prefix=PREFIX):
+    def __init__(self, tasks, rate_bps, task_rates_bps=None, prefix=PREFIX, host_queue='fair'):
         """Creates the network; on any failure removes what it created and raises.
 
         Args:
@@ -240,6 +307,7 @@ class EmulatedNetwork:
           task_rates_bps: {(job, index): bits per second} for tasks whose link differs
             (e.g. the ps tasks').
           prefix: start of every namespace name; `cleanup_stale` matches on it.
+          host_queue: how each task's upload queues, one of HOST_QUEUES (module doc).
         Raises:
           ValueError: a rate below MIN_RATE_BPS or for a task not in `tasks`, a task given
             twice, or over 253 tasks.
@@ -247,6 +315,10 @@ class EmulatedNetwork:
         """
         self.tasks = [tuple(t) for t in tasks]
         task_rates_bps = task_rates_bps or {}
+        if host_queue not in HOST_QUEUES:
+            raise ValueError('host_queue is %r; it must be one of %s' % (host_queue,
+                                                                        ', '.join(HOST_QUEUES)))
+        self.host_queue = host_queue
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError('tasks must be distinct: %s' % (self.tasks,))
         if set(task_rates_bps) - set(self.tasks):
@@ -289,6 +361,10 @@ class EmulatedNetwork:
                    'dev', 'eth0'])
             _must(['ip', '-n', namespace, 'link', 'set', 'eth0', 'up'])
             _must(_tbf(namespace, 'eth0', rates[task]))  # the task's upload
+            if self.host_queue == 'fair':
+                peers = [self._ips[t] for t in self.tasks if t != task]
+                for argv in _fair_queue(namespace, 'eth0', rates[task], peers):
+                    _must(argv)
             _must(_tbf(hub, port, rates[task]))  # the task's download
 
     def rate_bps(self, task):
@@ -337,6 +413,17 @@ class EmulatedNetwork:
         out = _must(['ip', '-n', self.namespace(task), '-s', '-j', 'link', 'show', 'eth0'])
         stats = json.loads(out)[0]['stats64']
         return stats['tx']['bytes'], stats['rx']['bytes']
+
+    def sent_bytes_by_peer(self, task):
+        """{peer task: bytes the task's upload passed to it}, from the fair queue's classes
+        (whole frames, as `shaped_bytes` counts them); None with host_queue 'fifo'."""
+        if self.host_queue != 'fair':
+            return None
+        out = _must(['tc', '-n', self.namespace(task), '-s', '-j', 'qdisc', 'show', 'dev',
+                     'eth0'])
+        by_class = {q.get('parent'): q['bytes'] for q in json.loads(out) if q['kind'] == 'bfifo'}
+        peers = [t for t in self.tasks if t != tuple(task)]
+        return {peer: by_class.get('10:%x' % (k + 2), 0) for k, peer in enumerate(peers)}
 
     def shaped_bytes(self, task):
         """(upload, download) bytes the task's two tbf qdiscs passed: the rate bounds these."""
