@@ -539,6 +539,50 @@ def step_timelines(path, panels, rows, marks=None, title=None, dpi=DPI, caption=
     _save(figure, path, dpi, caption, _legend_below(figure, axes, order=rows))
 
 
+def worker_phases(path, panels, phases, marks=None, title=None, dpi=DPI, caption=None):
+    """Each worker's phases in one step, a row per worker and a thin lane per phase, one panel
+    per job on one time axis (`tfhp.profiling.worker_phases`).
+
+    Args:
+      path: the file to write (.svg, .pdf, else PNG).
+      panels: [(panel title, [(worker label, {phase: (start_ms, end_ms)}), ...])], drawn top to
+        bottom, the workers top to bottom in the order given.
+      phases: the phase names, each a lane from the top of a row down, in one colour.
+      marks: {label: [x_ms or None, one per panel]}: a dashed vertical line in each panel.
+      title, dpi, caption: the figure's title, a PNG's resolution, a line under the figure.
+    """
+    pyplot = _pyplot()
+    heights = [max(1, len(rows)) for _, rows in panels]
+    figure, axes = pyplot.subplots(
+        len(panels), 1, sharex=True, squeeze=False, gridspec_kw={'height_ratios': heights},
+        figsize=(2 * _PANEL[0], 0.22 * sum(heights) + 0.9 * len(panels) + 0.6))
+    axes = [ax for (ax,) in axes]
+    lane = 0.8 / len(phases)
+    for p, (ax, (panel_title, rows)) in enumerate(zip(axes, panels)):
+        for y, (_, spans) in enumerate(rows):
+            for index, phase in enumerate(phases):
+                if spans.get(phase):
+                    start, end = spans[phase]
+                    ax.broken_barh([(start, end - start)], (y - 0.4 + index * lane, lane),
+                                   facecolors='C%d' % index,
+                                   label=phase if y == 0 else None)
+        for index, (label, xs) in enumerate((marks or {}).items()):
+            if xs[p] is not None:
+                ax.axvline(xs[p], color='black', linestyle=LINESTYLES[1 + index % 3],
+                           linewidth=1.0, label=label)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([label for label, _ in rows], fontsize=7)
+        ax.set_ylim(len(rows) - 0.5, -0.5)
+        ax.set_title(panel_title, loc='left')
+        ax.grid(alpha=0.3, axis='x')
+    axes[-1].set_xlabel('time since the first worker\'s first op, ms')
+    axes[-1].set_xlim(left=0)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    _save(figure, path, dpi, caption, _legend_below(figure, axes, order=phases))
+
+
 def _lanes(spans):
     """Spans (start, end) dealt to lanes so that none overlaps another in its lane: each to
     the first lane free by its start (ops that ran at once are drawn one above the other)."""

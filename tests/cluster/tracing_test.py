@@ -64,3 +64,13 @@ def test_every_worker_traces_the_step_and_the_chief_writes_it(tmp_path):
         written = os.path.exists(path) and os.path.exists(path + capture.RUN_METADATA_SUFFIX)
         assert written == (task_index == 0) and bool(lines) == (task_index == 0)
     assert capture.load_run_metadata(str(tmp_path / '0.json') + capture.RUN_METADATA_SUFFIX)
+
+
+def test_with_task_in_the_path_every_worker_writes_its_own_trace(tmp_path):
+    _, metadata, _ = _traced_run()
+    path = str(tmp_path / 'step.{task}.json')
+    for task_index in (0, 1, 2):
+        worker._tracing(_cfg(task_index, path), print)['on_trace'](3, metadata)
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ['step.%d.json%s' % (i, s) for i in (0, 1, 2)
+                       for s in ('', capture.RUN_METADATA_SUFFIX)]

@@ -56,6 +56,8 @@ from tfhp.replication import collective_workers
 _CONTROL_GROUP_KEY = collective_workers.GROUP_KEY + 1
 # Bound on a failing worker's telling the serving tasks (it ends the task right after).
 _LAST_WORDS_S = 5.0
+# In --trace_file: every worker writes its own trace, its task index here.
+TRACE_TASK = '{task}'
 # Errors of a run that mean a peer went away (or the run was cancelled because one did).
 _PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError)
 
@@ -383,13 +385,17 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
 def _tracing(cfg, log):
     """run_steps' trace_step and on_trace for --trace_file: every worker runs timed step
     --trace_step traced (an extra, untimed step, so that the workers of a synchronous job still
-    take their steps together), and the chief (task 0) writes the trace files."""
+    take their steps together), and the chief (task 0) writes the trace files; with `{task}`
+    in the path, every worker writes its own, the task index in place of `{task}`
+    (`tfhp.profiling.worker_phases` lines them up)."""
     profile = cfg.profile
     if not profile.trace_file:
         return {}
     write = None
-    if cfg.cluster.task_index == 0:
-        write = capture.trace_writer(profile.trace_file, profile.trace_memory, log,
+    index = cfg.cluster.task_index
+    if index == 0 or TRACE_TASK in profile.trace_file:
+        write = capture.trace_writer(profile.trace_file.replace(TRACE_TASK, str(index)),
+                                     profile.trace_memory, log,
                                      chrome=profile.use_chrome_trace_format)
     return {'trace_step': profile.trace_step,
             'on_trace': write or (lambda step, run_metadata: None)}
