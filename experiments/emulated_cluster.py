@@ -6,18 +6,27 @@ step, images/sec, the share of the step that is not compute (1 - compute / step:
 the ps's update and the protocol), how busy the cores were in the timed steps (at 90% or more
 the CPU, not the links, set that step), the compute part as it happened against the profile's
 (`compute_error`: the worst worker's waits, which a busy core makes late), and
-`tfhp.prediction.step_model`'s step for the same setting. The model's protocol floor is measured first, once per worker count: the global step
-of a null_scalar job of W workers and 1 ps on loopback (nothing to move, nothing to compute).
+`tfhp.prediction.step_model`'s step for the same setting. Two of the model's inputs are measured
+first: the protocol floor, once per worker count (the global step of a null_scalar job of W
+workers and 1 ps on loopback: nothing to move, nothing to compute), and each rate's goodput, the
+TCP payload one stream carries on the emulated link (`tfhp.launcher.link_probe`: 95.6% of the
+rate with 1514-byte frames), at which the model moves the gradients.
 With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
 the smallest K whose every repeat is under it, measured and predicted. --profile takes several
-profiles (a model each); --plot draws every row's predicted against measured step.
+profiles (a model each); --plot draws every row's predicted against measured step (and an SVG
+beside it), captioned with the machine, the date and the commit the study started at. Each record
+keeps that caption, so `--replot=FILE,...` draws --plot again from written records (of several
+runs) without running anything.
 
   python -m experiments.emulated_cluster --profile=resnet20.json \\
       --workers=4 --ps=1,2,3 --rates=500mbit --max_comm_share=0.2 --repeats=3
   python -m experiments.emulated_cluster --profile=null_dense.json,lenet.json,resnet20.json \\
       --workers=1,2,4,6 --ps=1 --rates=300mbit,1gbit --plot=validation.png
+  python -m experiments.emulated_cluster --replot=w1_6.jsonl,w8_32.jsonl --plot=validation.png
 """
 import functools
+import json
+import os
 
 from absl import flags
 
@@ -25,7 +34,9 @@ from experiments import common
 from experiments import frame
 from tfhp import modes
 from tfhp import plots
+from tfhp import provenance
 from tfhp.emulation import profile as profile_lib
+from tfhp.launcher import link_probe
 from tfhp.launcher import links
 from tfhp.prediction import step_model
 
@@ -38,10 +49,10 @@ TABLE = [('model', 'model', None), ('W', 'workers', '%d'), ('K', 'ps', '%d'), ('
          ('cpu busy', 'cpu_busy', '%.2f'), ('compute err', 'compute_error', '%+.3f')]
 
 
-def predicted_ms(profile, workers, ps, rate, update, protocol_s):
-    """The step model's global step (ms) for a job of this study."""
-    bps = links.parse_rate(rate)
-    cluster = step_model.Cluster(num_workers=workers, num_ps=ps, nic_bps=bps,
+def predicted_ms(profile, workers, ps, goodput_bps, update, protocol_s):
+    """The step model's global step (ms) for a job of this study, its NICs carrying
+    `goodput_bps` of payload."""
+    cluster = step_model.Cluster(num_workers=workers, num_ps=ps, nic_bps=goodput_bps,
                                  protocol_s=protocol_s)
     return 1000.0 * step_model.predict(profile, cluster, update, apply_s=profile.apply_s).step_s
 
@@ -57,7 +68,14 @@ def protocol_floor_s(workers):
     return 1.0 / common.cluster_figures(outcome.summary)['global_steps_per_sec']
 
 
-def measure(path, profile, floors, workers, ps, rate, seed):
+def goodput_bps(rate):
+    """The payload bits per second one TCP stream carries between two tasks on emulated links
+    of `rate` (`link_probe.measure`)."""
+    with links.EmulatedNetwork([('ps', 0), ('worker', 0)], links.parse_rate(rate)) as network:
+        return link_probe.measure(network, ('worker', 0), ('ps', 0)).goodput_bps
+
+
+def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
     """One job of the profile at `path`; its record."""
     update = FLAGS.variable_update
     args = profile.tfhp_args(path) + [
@@ -76,11 +94,13 @@ def measure(path, profile, floors, workers, ps, rate, seed):
     busy = outcome.summary['cpu']['busy_timed']
     waited_ms = worst_compute_ms(outcome.results, profile)
     return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
-            'link_queue': FLAGS.link_queue,
+            'link_queue': FLAGS.link_queue, 'caption': caption,
             'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
             'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
             'comm_share': 1.0 - 1000.0 * profile.compute_s / step_ms, 'cpu_busy': busy,
-            'predicted_ms': predicted_ms(profile, workers, ps, rate, update, floors[workers]),
+            'predicted_ms': predicted_ms(profile, workers, ps, goodputs[rate], update,
+                                         floors[workers]),
+            'goodput_bps': goodputs[rate],
             'protocol_ms': 1000.0 * floors[workers], 'compute_ms': 1000.0 * profile.compute_s,
             'waited_ms': waited_ms, 'compute_error': waited_ms / (1000.0 * profile.compute_s) - 1}
 
@@ -111,23 +131,54 @@ def _predicted_share(record):
 
 
 def plot(records, path):
-    """Predicted against measured global steps, a series per model and rate."""
+    """Predicted against measured global steps, a series per model and rate, at `path` and as
+    an SVG beside it; the caption: each distinct caption of the records (the runs' machine,
+    date and commit)."""
     series = {}
     for r in records:
-        measured, predicted = series.setdefault('%s, %s' % (r['model'], r['rate']), ([], []))
+        label = '%s, %s' % (r['model'], r['rate'])
+        if r.get('link_queue', 'fifo') != 'fair':
+            label += ', FIFO queues'
+        measured, predicted = series.setdefault(label, ([], []))
         measured.append(r['global_step_ms'])
         predicted.append(r['predicted_ms']['median'])
-    plots.predicted_vs_measured(
-        path, [(label, m, p) for label, (m, p) in series.items()],
-        title='The step model against emulated jobs (global step, median [min-max])')
+    captions = sorted({r['caption'] for r in records if r.get('caption')})
+    for out in (path, os.path.splitext(path)[0] + '.svg'):
+        plots.predicted_vs_measured(
+            out, [(label, m, p) for label, (m, p) in series.items()],
+            title='The step model against emulated jobs (global step, median [min-max])',
+            caption=' / '.join(captions) or None)
+        print('Wrote %s' % out)
+
+
+def replot(paths, path):
+    """Draws `path` (and its SVG) from the emulated_cluster records in the JSON-lines files at
+    `paths`."""
+    records = []
+    for records_file in paths:
+        with open(records_file) as f:
+            records += [r for r in map(json.loads, filter(str.strip, f))
+                        if r.get('study') == 'emulated_cluster']
+    if not records:
+        raise ValueError('--replot: no emulated_cluster records in %s' % ', '.join(paths))
+    plot(records, path)
 
 
 def study():
     """Every (profile, rate, workers, ps), --repeats times in rounds; the answer to the
     question."""
+    if FLAGS.replot:
+        if not FLAGS.plot:
+            raise ValueError('--replot draws --plot: give --plot')
+        return replot(FLAGS.replot, FLAGS.plot)
+    if not FLAGS.profile:
+        raise ValueError('--profile: give the compute profiles to run (or --replot)')
+    caption = provenance.caption()  # the commit that ran, not the one at the end
     profiles = [(path, profile_lib.load(path)) for path in FLAGS.profile]
     floors = {int(w): protocol_floor_s(int(w)) for w in FLAGS.workers}
-    rows = [functools.partial(measure, path, profile, floors, int(w), int(k), rate)
+    goodputs = {rate: goodput_bps(rate) for rate in FLAGS.rates}
+    rows = [functools.partial(measure, path, profile, floors, goodputs, int(w), int(k), rate,
+                              caption=caption)
             for path, profile in profiles
             for rate in FLAGS.rates for w in FLAGS.workers for k in FLAGS.ps]
     def finish(records):
@@ -159,5 +210,6 @@ if __name__ == '__main__':
     # 33 TensorFlow processes take about 5 minutes to start on two cores.
     flags.DEFINE_integer('peer_timeout_s', 240, 'Each task\'s bound on a silent peer.')
     flags.DEFINE_integer('job_timeout_s', 600, 'Bound on each job, start to end.')
-    flags.mark_flag_as_required('profile')
+    flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records '
+                      'and run nothing.')
     frame.main(study, steps=20, warmup_steps=5, plot='predicted against measured steps')

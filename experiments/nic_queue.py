@@ -72,6 +72,11 @@ def measure(queue, profile, trace_dir):
     return record, rows
 
 
+def _bars(row):
+    """{phase: intervals} of a worker's row: its pull and push whole, its compute ops' own."""
+    return {'pull': [row.pull], 'compute': row.busy, 'push': [row.push]}
+
+
 def panel_title(record):
     return ('--link_queue=%s: pulls end %.0f-%.0f ms (spread %.0f ms); timed step %.0f ms, '
             'step model %.0f ms' % (record['link_queue'], record['pull_ends_ms'][0],
@@ -91,7 +96,7 @@ def study():
     for r in records:
         print(panel_title(r))
     if FLAGS.plot:
-        panels = [(panel_title(r), [(row.task, row._asdict()) for row in rows])
+        panels = [(panel_title(r), [(row.task, _bars(row)) for row in rows])
                   for r, rows in measured]
         title = ('%s, emulated compute, %d workers and 1 ps at %s, TCP %s: each worker\'s '
                  'traced step' % (profile.model, FLAGS.num_workers, FLAGS.rate, records[0]['tcp']))

@@ -1,4 +1,5 @@
 """The step model: its parts on hand-made profiles, and one case measured on this machine."""
+import json
 import os
 
 import pytest
@@ -117,11 +118,22 @@ def test_the_smallest_ps_count_is_answered_per_model_and_only_when_every_repeat_
 def test_the_validation_plot_draws_predicted_against_measured(tmp_path):
     pytest.importorskip('matplotlib')
     from experiments import emulated_cluster
-    records = [{'model': 'resnet20', 'rate': rate, 'workers': w,
+    records = [{'study': 'emulated_cluster', 'model': 'resnet20', 'rate': rate, 'workers': w,
                 'global_step_ms': {'median': ms, 'min': ms - 5, 'max': ms + 5},
                 'predicted_ms': {'median': ms * 0.95, 'min': ms * 0.95, 'max': ms * 0.95}}
                for rate in ('300mbit', '1gbit') for w, ms in ((1, 210.0), (4, 300.0))]
+    records[0].update(caption='machine A; 2026-11-26; commit abc')
+    records[1].update(link_queue='fair', caption='machine A; later')
     path = str(tmp_path / 'validation.png')
     emulated_cluster.plot(records, path)
     with open(path, 'rb') as f:
         assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+    svg = (tmp_path / 'validation.svg').read_text()
+    # Records without a queue ran before the fair queue: FIFO. Each distinct caption is drawn.
+    for text in ('resnet20, 300mbit, FIFO queues', 'resnet20, 300mbit', 'commit abc', 'later'):
+        assert text in svg
+    # --replot draws the same from the records written to a file (other studies' are skipped).
+    written = tmp_path / 'records.jsonl'
+    written.write_text('\n'.join(json.dumps(r) for r in records + [{'study': 'other'}]))
+    emulated_cluster.replot([str(written)], str(tmp_path / 'again.png'))
+    assert (tmp_path / 'again.svg').read_text().count('<path') == svg.count('<path')

@@ -545,8 +545,9 @@ def worker_phases(path, panels, phases, marks=None, title=None, dpi=DPI, caption
 
     Args:
       path: the file to write (.svg, .pdf, else PNG).
-      panels: [(panel title, [(worker label, {phase: (start_ms, end_ms)}), ...])], drawn top to
-        bottom, the workers top to bottom in the order given.
+      panels: [(panel title, [(worker label, {phase: [(start_ms, end_ms), ...]}), ...])], drawn
+        top to bottom, the workers top to bottom in the order given; a phase's intervals are
+        drawn as one broken bar.
       phases: the phase names, each a lane from the top of a row down, in one colour.
       marks: {label: [x_ms or None, one per panel]}: a dashed vertical line in each panel.
       title, dpi, caption: the figure's title, a PNG's resolution, a line under the figure.
@@ -562,8 +563,8 @@ def worker_phases(path, panels, phases, marks=None, title=None, dpi=DPI, caption
         for y, (_, spans) in enumerate(rows):
             for index, phase in enumerate(phases):
                 if spans.get(phase):
-                    start, end = spans[phase]
-                    ax.broken_barh([(start, end - start)], (y - 0.4 + index * lane, lane),
+                    ax.broken_barh([(start, end - start) for start, end in spans[phase]],
+                                   (y - 0.4 + index * lane, lane),
                                    facecolors='C%d' % index,
                                    label=phase if y == 0 else None)
         for index, (label, xs) in enumerate((marks or {}).items()):

@@ -61,6 +61,7 @@ def test_each_phase_spans_its_own_ops_and_the_workers_share_one_clock():
     assert early.pull == pytest.approx((0, 79))
     assert early.compute == pytest.approx((79, 119))
     assert early.push == pytest.approx((109, 149))
+    assert early.busy == [pytest.approx((79, 119))]  # the waits follow each other: one
     assert late.pull == pytest.approx((5, 204))
     assert worker_phases.pull_spread_ms(rows) == pytest.approx(125)
 
@@ -72,6 +73,7 @@ def test_a_trace_without_a_phase_leaves_it_none():
                              all_start_nanos=_EPOCH_NS, all_end_rel_nanos=10 ** 6)
     (row,) = worker_phases.align({'worker 0': worker_phases.read(metadata)})
     assert row.pull is None and row.push is None and row.compute == pytest.approx((0, 1))
+    assert row.busy == [pytest.approx((0, 1))]
     assert worker_phases.pull_spread_ms([row]) is None
 
 
@@ -80,8 +82,9 @@ def test_a_trace_without_a_phase_leaves_it_none():
 def test_the_phases_draw_a_row_per_worker_a_panel_per_job(tmp_path):
     rows = worker_phases.align({'worker %d' % i: worker_phases.read(_trace(i, 80 + 60 * i))
                                 for i in range(3)})
-    panels = [('fifo queue', [(r.task, r._asdict()) for r in rows]),
-              ('fair queue', [(r.task, r._asdict()) for r in rows[:2]])]
+    bars = lambda r: {'pull': [r.pull], 'compute': r.busy, 'push': [r.push]}  # noqa: E731
+    panels = [('fifo queue', [(r.task, bars(r)) for r in rows]),
+              ('fair queue', [(r.task, bars(r)) for r in rows[:2]])]
     for name in ('p.png', 'p.svg'):
         plots.worker_phases(str(tmp_path / name), panels, worker_phases.PHASES, title='t',
                             caption='the caption')

@@ -132,11 +132,11 @@ def _fair_queue(namespace, device, rate_bps, peer_ips):
     borrow up to all of it: htb serves classes under their guarantee first, then lends the rest
     in turn. A guarantee, not only turns, because a TCP flow paces itself (BBR, the default
     here, does): a flow that started while another held the link sends too little to keep its
-    queue full, and turns alone left it 8-25% of the link. Each queue holds at most tbf's own
-    bound (`_LATENCY` of the rate).
+    queue full, and turns alone left it 8-25% of the link. The queues together hold tbf's own
+    bound (`_LATENCY` of the rate), each at least one 64 KiB GSO packet.
     """
     tc = ['tc', '-n', namespace]
-    limit = str(max(_MIN_BURST_BYTES, int(rate_bps * _LATENCY_S / 8)))
+    limit = str(max(_MIN_BURST_BYTES, int(rate_bps * _LATENCY_S / 8 / (len(peer_ips) + 1))))
     share = '%dbit' % (rate_bps / (len(peer_ips) + 1))
     rate = ['%dbit' % rate_bps, 'burst', _HTB_BURST, 'cburst', _HTB_BURST]
     argv = [tc + ['qdisc', 'add', 'dev', device, 'parent', '1:1', 'handle', '10:', 'htb',

@@ -9,8 +9,10 @@ is read from the transfers and stages that one worker's trace holds:
            are in the manager's `aggregate` scope);
   compute  the worker's forward and backward ops (with emulated compute, its waits);
   push     the ps's RecvTensor of the worker's gradients: tensors of its `backward` stage.
-A phase is [its first op's start, its last op's end]. How far apart the pulls end says how
-fairly the ps's NIC served its workers (`tfhp.launcher.links`, `--link_queue`).
+A phase is [its first op's start, its last op's end]; the compute ops' own intervals are kept
+too (`busy`), since with emulated compute the first layers' waits start before the last
+weights arrive. How far apart the pulls end says how fairly the ps's NIC served its workers
+(`tfhp.launcher.links`, `--link_queue`).
 """
 import collections
 import re
@@ -20,8 +22,8 @@ from tfhp.profiling import events
 
 PHASES = ('pull', 'compute', 'push')
 # (first start, last end) of each phase, in ms from the earliest start of any worker's phase;
-# None for a phase the trace does not hold.
-Phases = collections.namedtuple('Phases', ('task',) + PHASES)
+# None for a phase the trace does not hold. busy: the compute ops' intervals, merged.
+Phases = collections.namedtuple('Phases', ('task',) + PHASES + ('busy',))
 
 # A RecvTensor's timeline label: '[6.1MB] [247Mb/s] edge_24_<tensor> from <device> to <device>'.
 _TRANSFER = re.compile(r'edge_\d+_(\S+) from /job:(\w+)/\S+ to /job:(\w+)/')
@@ -46,16 +48,26 @@ def _phase(node_stats, device):
 
 
 def read(run_metadata):
-    """{phase: (first start, last end) in ns since the epoch} of one worker's traced step."""
-    spans = {}
+    """{phase: [(start, end) in ns since the epoch of each of its ops]} of one worker's traced
+    step."""
+    spans = collections.defaultdict(list)
     for dev_stats in run_metadata.step_stats.dev_stats:
         for node_stats in dev_stats.node_stats:
             phase = _phase(node_stats, dev_stats.device)
             if phase:
-                start, end = events._nanos(node_stats)  # pylint: disable=protected-access
-                first, last = spans.get(phase, (start, end))
-                spans[phase] = (min(first, start), max(last, end))
-    return spans
+                spans[phase].append(events._nanos(node_stats))  # pylint: disable=protected-access
+    return dict(spans)
+
+
+def _merged(intervals):
+    """Sorted intervals with the overlapping ones joined."""
+    out = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def align(spans_by_task):
@@ -65,10 +77,13 @@ def align(spans_by_task):
     Args:
       spans_by_task: {task name: `read`'s spans}.
     """
-    origin = min(s for spans in spans_by_task.values() for s, _ in spans.values())
-    rows = [Phases(task, *[None if phase not in spans else
-                           tuple((t - origin) / 1e6 for t in spans[phase]) for phase in PHASES])
-            for task, spans in spans_by_task.items()]
+    origin = min(s for spans in spans_by_task.values() for ops in spans.values() for s, _ in ops)
+    ms = lambda interval: tuple((t - origin) / 1e6 for t in interval)  # noqa: E731
+    rows = []
+    for task, spans in spans_by_task.items():
+        whole = [ms((min(s for s, _ in spans[phase]), max(e for _, e in spans[phase])))
+                 if phase in spans else None for phase in PHASES]
+        rows.append(Phases(task, *whole, busy=[ms(i) for i in _merged(spans.get('compute', ()))]))
     return sorted(rows, key=lambda r: (r.pull or (float('inf'),))[-1])
 
 
