@@ -189,12 +189,12 @@ def study():
     if FLAGS.max_comm_share is not None:
         measured = smallest_ps(records, FLAGS.max_comm_share, 'comm_share')
         predicted = smallest_ps(records, FLAGS.max_comm_share, 'predicted_share')
+        none = 'none of K = %s' % ', '.join(FLAGS.ps)
         for setting, k in sorted(measured.items()):
             print('%s, W=%d at %s: smallest ps count with communication under %.0f%% of the '
                   'step: measured %s, predicted %s' % (setting + (100 * FLAGS.max_comm_share,
-                                                                  k or 'none tried',
-                                                                  predicted[setting]
-                                                                  or 'none tried')))
+                                                                  k or none,
+                                                                  predicted[setting] or none)))
 
 
 if __name__ == '__main__':

@@ -3,7 +3,8 @@ time, images/sec and scaling efficiency for each setting, from the step model
 (`tfhp.prediction.step_model`), without running anything.
 
 The profile gives each layer's compute and gradient bytes (`python -m tfhp.calibrate`); the
-rates are NIC rates in tc's units; --protocol_ms is the measured step of a null_scalar job of
+rates are NIC rates in tc's units, the payload each carries (the goodput the link check
+measures: 956mbit on a 1 Gbit/s link of 1514-byte frames); --protocol_ms is the measured step of a null_scalar job of
 the same tasks (the protocol's floor; 0 leaves it out). Prints a table and one JSON line per
 setting; --plot draws images/sec against workers, a line per (ps, rate), with linear scaling.
 """

@@ -16,7 +16,9 @@ How a task's upload queues what waits for the link (`host_queue`):
         classes of one priority by deficit round robin), each queue bounded like tbf's own.
         A host's NIC is fair among its flows: Linux's default fq_codel, and a multi-queue NIC
         that hashes flows to queues it serves in turn. So when a ps sends W workers their
-        weights at once, they arrive together.
+        weights at once, they arrive together. Unlike fq_codel the queues drop by length, not
+        delay: 16 full queues at 100 Mbit/s are 320 ms deep, and a step's small RPCs wait
+        behind them (docs/results.md); this kernel has no codel module.
   fifo  tbf's one queue: whichever TCP flow opened its window first keeps most of the link. A
         ps's pull then serves workers nearly in turn: lenet, 4 workers at 1 Gbit/s, one
         worker's weights came at 93 ms and the other three's at 204-221 ms (docs/results.md).
@@ -132,11 +134,11 @@ def _fair_queue(namespace, device, rate_bps, peer_ips):
     borrow up to all of it: htb serves classes under their guarantee first, then lends the rest
     in turn. A guarantee, not only turns, because a TCP flow paces itself (BBR, the default
     here, does): a flow that started while another held the link sends too little to keep its
-    queue full, and turns alone left it 8-25% of the link. The queues together hold tbf's own
-    bound (`_LATENCY` of the rate), each at least one 64 KiB GSO packet.
+    queue full, and turns alone left it 8-25% of the link. Each queue holds at most tbf's own
+    bound (`_LATENCY` of the rate).
     """
     tc = ['tc', '-n', namespace]
-    limit = str(max(_MIN_BURST_BYTES, int(rate_bps * _LATENCY_S / 8 / (len(peer_ips) + 1))))
+    limit = str(max(_MIN_BURST_BYTES, int(rate_bps * _LATENCY_S / 8)))
     share = '%dbit' % (rate_bps / (len(peer_ips) + 1))
     rate = ['%dbit' % rate_bps, 'burst', _HTB_BURST, 'cburst', _HTB_BURST]
     argv = [tc + ['qdisc', 'add', 'dev', device, 'parent', '1:1', 'handle', '10:', 'htb',
