@@ -8,8 +8,8 @@ gradients (push), on one clock (`tfhp.profiling.worker_phases`). Behind one FIFO
 NIC serves its workers nearly in turn: their pulls end far apart, and early workers compute and
 push while the others still pull. Behind a queue per peer their pulls end together, as the step
 model (`tfhp.prediction.step_model`) has them. Writes --plot and an SVG beside it, and one JSON
-line per job (its pull spread, its traced and timed steps, the predicted step) to
---result_file.
+line per job (its pull spread, its traced and timed steps, the step model's at the nominal
+rate) to --result_file.
 
   python -m experiments.nic_queue --profile=experiments/profiles/lenet.json --num_workers=6 \\
       --rate=1gbit --plot=docs/img/nic_queue.png
