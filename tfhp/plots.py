@@ -522,21 +522,33 @@ def step_timelines(path, panels, rows, marks=None, title=None, dpi=DPI, caption=
                                (y - 0.35 + index * height, height), facecolors=colours[row],
                                edgecolors='white', linewidth=0.3,
                                label=row if index == 0 else None)
-        for index, (label, xs) in enumerate((marks or {}).items()):
-            if xs[p] is not None:
-                ax.axvline(xs[p], color='black', linestyle=LINESTYLES[1 + index % 3],
-                           linewidth=1.0, label=label)
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels(rows)
-        ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_title(panel_title, loc='left')
-        ax.grid(alpha=0.3, axis='x')
-    axes[-1].set_xlabel('time since the step\'s first op, ms')
+        _timeline_rows(ax, rows, panel_title, [xs[p] for xs in (marks or {}).values()],
+                       list(marks or {}))
+    _save_timelines(figure, axes, 'time since the step\'s first op, ms', title, path, dpi,
+                    caption, rows)
+
+
+def _timeline_rows(ax, labels, panel_title, mark_xs, mark_labels, fontsize=None):
+    """A timeline panel's rows (top to bottom), title, grid and dashed marks (x None: none)."""
+    for index, (label, x) in enumerate(zip(mark_labels, mark_xs)):
+        if x is not None:
+            ax.axvline(x, color='black', linestyle=LINESTYLES[1 + index % 3], linewidth=1.0,
+                       label=label)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=fontsize)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_title(panel_title, loc='left')
+    ax.grid(alpha=0.3, axis='x')
+
+
+def _save_timelines(figure, axes, xlabel, title, path, dpi, caption, order):
+    """Stacked timeline panels: the shared time axis, the title, the legend below, saved."""
+    axes[-1].set_xlabel(xlabel)
     axes[-1].set_xlim(left=0)
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    _save(figure, path, dpi, caption, _legend_below(figure, axes, order=rows))
+    _save(figure, path, dpi, caption, _legend_below(figure, axes, order=order))
 
 
 def worker_phases(path, panels, phases, marks=None, title=None, dpi=DPI, caption=None):
@@ -567,21 +579,10 @@ def worker_phases(path, panels, phases, marks=None, title=None, dpi=DPI, caption
                                    (y - 0.4 + index * lane, lane),
                                    facecolors='C%d' % index,
                                    label=phase if y == 0 else None)
-        for index, (label, xs) in enumerate((marks or {}).items()):
-            if xs[p] is not None:
-                ax.axvline(xs[p], color='black', linestyle=LINESTYLES[1 + index % 3],
-                           linewidth=1.0, label=label)
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([label for label, _ in rows], fontsize=7)
-        ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_title(panel_title, loc='left')
-        ax.grid(alpha=0.3, axis='x')
-    axes[-1].set_xlabel('time since the first worker\'s first op, ms')
-    axes[-1].set_xlim(left=0)
-    if title:
-        figure.suptitle(title)
-    figure.tight_layout()
-    _save(figure, path, dpi, caption, _legend_below(figure, axes, order=phases))
+        _timeline_rows(ax, [label for label, _ in rows], panel_title,
+                       [xs[p] for xs in (marks or {}).values()], list(marks or {}), fontsize=7)
+    _save_timelines(figure, axes, 'time since the first worker\'s first op, ms', title, path,
+                    dpi, caption, phases)
 
 
 def _lanes(spans):
