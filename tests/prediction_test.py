@@ -152,3 +152,9 @@ def test_the_validation_plot_draws_predicted_against_measured(tmp_path):
     written.write_text('\n'.join(json.dumps(r) for r in records + [{'study': 'other'}]))
     emulated_cluster.replot([str(written)], str(tmp_path / 'again.png'))
     assert (tmp_path / 'again.svg').read_text().count('<path') == svg.count('<path')
+
+
+def test_the_emulated_cluster_study_predicts_at_the_goodput_it_measures(links_available):
+    from experiments import emulated_cluster
+    # One TCP stream's payload on a 100 Mbit/s emulated link: 1448 of every 1514 bytes.
+    assert emulated_cluster.goodput_bps('100mbit') == pytest.approx(1448 / 1514 * 1e8, rel=0.03)
