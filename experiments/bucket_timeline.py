@@ -81,7 +81,7 @@ def study():
         caption = '%s; %s' % (' / '.join('%s: step %.0f ms traced, %.0f ms timed median' % (
             r['label'], r['step_ms'], r['timed_step_ms_p50'] or float('nan')) for r in records),
                              provenance.caption())
-        for path in (FLAGS.plot, os.path.splitext(FLAGS.plot)[0] + '.svg'):
+        for path in common.with_svg(FLAGS.plot):
             plots.step_timelines(path, panels, timeline.ROWS, marks, title=title,
                                  caption=caption)
             print('Wrote %s' % path)

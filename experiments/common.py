@@ -137,6 +137,13 @@ def repeat_in_rounds(measures, repeats, base_seed, figures):
     return [stats.combine(row_runs, figures, seeds) for row_runs in runs]
 
 
+def with_svg(path):
+    """The files a figure goes to: `path`, and beside it the same figure as an SVG (one file
+    when `path` is an SVG already)."""
+    svg = os.path.splitext(path)[0] + '.svg'
+    return (path,) if svg == path else (path, svg)
+
+
 def check_plot(path):
     """Before any work: exits with status 2 and one line when --plot cannot be written.
 

@@ -26,7 +26,6 @@ runs) without running anything.
 """
 import functools
 import json
-import os
 
 from absl import flags
 
@@ -143,7 +142,7 @@ def plot(records, path):
         measured.append(r['global_step_ms'])
         predicted.append(r['predicted_ms']['median'])
     captions = sorted({r['caption'] for r in records if r.get('caption')})
-    for out in (path, os.path.splitext(path)[0] + '.svg'):
+    for out in common.with_svg(path):
         plots.predicted_vs_measured(
             out, [(label, m, p) for label, (m, p) in series.items()],
             title='The step model against emulated jobs (global step, median [min-max])',

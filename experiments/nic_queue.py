@@ -100,7 +100,7 @@ def study():
                   for r, rows in measured]
         title = ('%s, emulated compute, %d workers and 1 ps at %s, TCP %s: each worker\'s '
                  'traced step' % (profile.model, FLAGS.num_workers, FLAGS.rate, records[0]['tcp']))
-        for path in (FLAGS.plot, os.path.splitext(FLAGS.plot)[0] + '.svg'):
+        for path in common.with_svg(FLAGS.plot):
             plots.worker_phases(path, panels, worker_phases.PHASES, title=title,
                                 caption=provenance.caption())
             print('Wrote %s' % path)

@@ -86,3 +86,8 @@ def test_benchmark_plots_write_pngs(tmp_path):
             for m in ('null_scalar', 'null_dense') for p in ('sync', 'async') for n in (1, 2)]
     distributed_bench.plot(null, str(tmp_path / 'null.png'))
     _check_png(str(tmp_path / 'null.png'))
+
+
+def test_a_figure_goes_to_its_path_and_an_svg_beside_it():
+    assert common.with_svg('out/fig.png') == ('out/fig.png', 'out/fig.svg')
+    assert common.with_svg('out/fig.svg') == ('out/fig.svg',)

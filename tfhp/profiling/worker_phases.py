@@ -19,6 +19,7 @@ import re
 
 from tfhp.ops import scopes
 from tfhp.profiling import events
+from tfhp.profiling import intervals
 
 PHASES = ('pull', 'compute', 'push')
 # (first start, last end) of each phase, in ms from the earliest start of any worker's phase;
@@ -59,16 +60,6 @@ def read(run_metadata):
     return dict(spans)
 
 
-def _merged(intervals):
-    """Sorted intervals with the overlapping ones joined."""
-    out = []
-    for start, end in sorted(intervals):
-        if out and start <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
 
 def align(spans_by_task):
     """[Phases] of every task, in ms from the earliest start of any task's phase, ordered by
@@ -83,7 +74,8 @@ def align(spans_by_task):
     for task, spans in spans_by_task.items():
         whole = [ms((min(s for s, _ in spans[phase]), max(e for _, e in spans[phase])))
                  if phase in spans else None for phase in PHASES]
-        rows.append(Phases(task, *whole, busy=[ms(i) for i in _merged(spans.get('compute', ()))]))
+        busy = [ms(i) for i in intervals.union(spans.get('compute', ()))]
+        rows.append(Phases(task, *whole, busy=busy))
     return sorted(rows, key=lambda r: (r.pull or (float('inf'),))[-1])
 
 
