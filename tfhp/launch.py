@@ -109,6 +109,11 @@ def _print_summary(summary):
             '%.2f MB sent, %.2f MB received per step, >= %.2f ms of a global step' % (
                 link['bytes_sent_per_step'] / 1e6, link['bytes_received_per_step'] / 1e6,
                 link['comm_bound_ms'])) if 'comm_bound_ms' in link else 'no step'))
+        if link.get('tcp_timeouts') or link.get('dropped_received') or link.get('dropped_sent'):
+            print('[launch] %s link lost: %d packets dropped sending, %d dropped before it '
+                  'received them; TCP resent %d segments, %d after a timeout (200 ms or more idle '
+                  'each)' % (name, link['dropped_sent'], link['dropped_received'],
+                             link['tcp_retransmits'], link['tcp_timeouts']))
     if 'links' in summary:
         print('[launch] links: %s queue per task\'s NIC, TCP %s'
               % (summary['links']['host_queue'], summary['links']['tcp']))

@@ -45,6 +45,12 @@ def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, 
     assert ps['comm_bound_ms'] == pytest.approx(
         1000 * 8 * max(ps['bytes_sent_per_step'], ps['bytes_received_per_step']) / 1e8)
     assert report['global_step_ms'] >= report['comm_bound_ms']
+    # Each task's losses are counted (links_test makes some happen); the job sums the timeouts,
+    # and the launcher prints a line for each task that lost something.
+    lossy = [t for t in report['tasks'].values()
+             if t['dropped_sent'] or t['dropped_received'] or t['tcp_timeouts']]
+    assert report['tcp_timeouts'] == sum(t['tcp_timeouts'] for t in report['tasks'].values())
+    assert output.count(' link lost: ') == len(lossy)
 
 
 def test_sigterm_to_a_launcher_on_shaped_links_leaves_nothing(tmp_path, links_available):

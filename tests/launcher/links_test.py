@@ -176,6 +176,34 @@ def test_the_fair_queue_gives_a_later_flow_its_share_and_counts_each_peer(links_
         assert network.sent_bytes_by_peer(w0) is None
 
 
+
+def test_losses_count_the_drops_where_two_senders_meet_one_receiver(links_available):
+    # Two workers send to the ps at once, each at its own link's full rate: the ps's download
+    # (the switch port) gets twice what it passes, so it drops there and the senders resend.
+    ps, w0, w1 = ('ps', 0), ('worker', 0), ('worker', 1)
+    with links.EmulatedNetwork([w0, w1, ps], rate_bps=1e8) as network:
+        before = {t: network.losses(t) for t in network.tasks}
+        assert all(set(b) == {'dropped_sent', 'dropped_received', 'tcp_retransmits',
+                              'tcp_timeouts'} for b in before.values())
+        assert before[ps]['dropped_received'] == before[ps]['tcp_retransmits'] == 0
+        other = threading.Thread(target=link_probe.measure, args=(network, w1, ps, 1.5))
+        other.start()
+        link_probe.measure(network, w0, ps, seconds=1.5)
+        other.join()
+        after = {t: network.losses(t) for t in network.tasks}
+        assert after[ps]['dropped_received'] > 0
+        assert after[w0]['tcp_retransmits'] + after[w1]['tcp_retransmits'] > 0
+        # The ps only acknowledged: nothing of its own was dropped or resent.
+        assert after[ps]['dropped_sent'] == after[ps]['tcp_retransmits'] == 0
+
+
+def test_proc_counters_pairs_each_groups_names_and_values():
+    text = ('Tcp: RtoMin RetransSegs\nUdp: InDatagrams\nTcp: 200 17\nUdp: 5\n'
+            'TcpExt: TCPTimeouts\nTcpExt: 3\n')
+    assert links.proc_counters(text) == {'Tcp.RtoMin': 200, 'Tcp.RetransSegs': 17,
+                                         'Udp.InDatagrams': 5, 'TcpExt.TCPTimeouts': 3}
+
+
 _CREATOR = '''
 import sys, time
 from tfhp.launcher import links

@@ -110,7 +110,9 @@ def link_report(network, tasks, results):
     rate; for the job, the largest of those: no global step can be faster (`comm_bound_ms`).
 
     The bytes include start-up (variable initialisation, session set-up), so over few steps the
-    per-step figures are high.
+    per-step figures are high. Each task's entry also holds its losses (`links.losses`: drops
+    at its queues, its TCP's retransmissions and timeouts), and the job's `tcp_timeouts` sums
+    them: a timeout stalls a flow for 200 ms or more, which no bound here counts.
     """
     chief = results.get(('worker', 0), {})
     global_steps = chief.get('global_step', 0) - chief.get('start_global_step', 0)
@@ -122,6 +124,7 @@ def link_report(network, tasks, results):
                  if task[0] != 'ps' else global_steps)
         rate = network.rate_bps(task)
         entry = {'link_bps': rate, 'bytes_sent': up, 'bytes_received': down, 'steps': steps}
+        entry.update(network.losses(task))
         if steps:
             entry.update(bytes_sent_per_step=up / steps, bytes_received_per_step=down / steps)
         if global_steps:
@@ -131,4 +134,5 @@ def link_report(network, tasks, results):
     rate = chief.get('global_steps_per_sec')
     return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None,
             'global_step_ms': 1000.0 / rate if rate else None,
+            'tcp_timeouts': sum(e['tcp_timeouts'] for e in report.values()),
             'host_queue': network.host_queue, 'tcp': links.congestion_control()}

@@ -159,9 +159,25 @@ def _fair_queue(namespace, device, rate_bps, peer_ips):
     return argv
 
 
-def _qdisc_bytes(namespace, device):
+def _root_qdisc(namespace, device):
+    """The statistics of the device's root qdisc (the tbf), which count its children's too."""
     out = _must(['tc', '-n', namespace, '-s', '-j', 'qdisc', 'show', 'dev', device])
-    return json.loads(out)[0]['bytes']
+    return json.loads(out)[0]
+
+
+def proc_counters(text):
+    """{'Group.Name': value} of /proc/net/snmp or /proc/net/netstat text (or both): each group
+    is a line of names then a line of values, both led by the group ('Tcp: RetransSegs ...',
+    then 'Tcp: 0 ...')."""
+    counters, names = {}, {}
+    for line in text.splitlines():
+        group, fields = line.split(':', 1)
+        if group in names:
+            counters.update(('%s.%s' % (group, name), int(value))
+                            for name, value in zip(names.pop(group), fields.split()))
+        else:
+            names[group] = fields.split()
+    return counters
 
 
 def congestion_control():
@@ -429,8 +445,26 @@ class EmulatedNetwork:
 
     def shaped_bytes(self, task):
         """(upload, download) bytes the task's two tbf qdiscs passed: the rate bounds these."""
-        return (_qdisc_bytes(self.namespace(task), 'eth0'),
-                _qdisc_bytes(self._hub, self._ports[task]))
+        return (_root_qdisc(self.namespace(task), 'eth0')['bytes'],
+                _root_qdisc(self._hub, self._ports[task])['bytes'])
+
+    def losses(self, task):
+        """What the task's links dropped and what its TCP did about it, since the start:
+
+          dropped_sent: packets its upload queue dropped (a full queue of its own NIC);
+          dropped_received: packets its download dropped, the switch port's buffer before it:
+            where many senders meet one receiver (incast, e.g. W workers pushing to a ps);
+          tcp_retransmits: segments its TCP sent again;
+          tcp_timeouts: its retransmission timeouts, each a flow idle for at least 200 ms
+            (Linux's least RTO): a loss the step model does not know.
+        A GSO packet counts once in the drops, however many frames it holds.
+        """
+        text = _must(self.command(task, ['cat', '/proc/net/snmp', '/proc/net/netstat']))
+        tcp = proc_counters(text)
+        return {'dropped_sent': _root_qdisc(self.namespace(task), 'eth0')['drops'],
+                'dropped_received': _root_qdisc(self._hub, self._ports[task])['drops'],
+                'tcp_retransmits': tcp['Tcp.RetransSegs'],
+                'tcp_timeouts': tcp['TcpExt.TCPTimeouts']}
 
     def close(self):
         """Deletes every namespace of the job, and so its links and bridge; idempotent.
