@@ -9,8 +9,11 @@ the CPU, not the links, set that step), the compute part as it happened against 
 `tfhp.prediction.step_model`'s step for the same setting. Two of the model's inputs are measured
 first: the protocol floor, once per worker count (the global step of a null_scalar job of W
 workers and 1 ps on loopback: nothing to move, nothing to compute), and each rate's goodput, the
-TCP payload one stream carries on the emulated link (`tfhp.launcher.link_probe`: 95.6% of the
-rate with 1514-byte frames), at which the model moves the gradients.
+TCP payload one stream carries on the emulated link (`tfhp.launcher.link_probe`, the median of
+3 probes: 95.6% of the rate with 1514-byte frames), at which the model moves the gradients. A
+row also counts the job's TCP retransmission timeouts (`links.losses`), start-up included: each
+idles a flow for 200 ms or more, where many workers push into one ps's port (incast), and the
+model knows none.
 With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
 the smallest K whose every repeat is under it, measured and predicted. --profile takes several
 profiles (a model each); --plot draws every row's predicted against measured step (and an SVG
@@ -26,6 +29,7 @@ runs) without running anything.
 """
 import functools
 import json
+import statistics
 
 from absl import flags
 
@@ -41,11 +45,12 @@ from tfhp.prediction import step_model
 
 FLAGS = flags.FLAGS
 FIGURES = ('global_step_ms', 'images_per_sec', 'comm_share', 'cpu_busy', 'predicted_ms',
-           'compute_error')
+           'compute_error', 'tcp_timeouts')
 TABLE = [('model', 'model', None), ('W', 'workers', '%d'), ('K', 'ps', '%d'), ('rate', 'rate', None),
          ('step ms', 'global_step_ms', '%.1f'), ('predicted', 'predicted_ms', '%.1f'),
          ('images/s', 'images_per_sec', '%.1f'), ('not compute', 'comm_share', '%.2f'),
-         ('cpu busy', 'cpu_busy', '%.2f'), ('compute err', 'compute_error', '%+.3f')]
+         ('cpu busy', 'cpu_busy', '%.2f'), ('compute err', 'compute_error', '%+.3f'),
+         ('TCP timeouts', 'tcp_timeouts', '%d')]
 
 
 def predicted_ms(profile, workers, ps, goodput_bps, update, protocol_s):
@@ -67,11 +72,13 @@ def protocol_floor_s(workers):
     return 1.0 / common.cluster_figures(outcome.summary)['global_steps_per_sec']
 
 
-def goodput_bps(rate):
+def goodput_bps(rate, probes=3):
     """The payload bits per second one TCP stream carries between two tasks on emulated links
-    of `rate` (`link_probe.measure`)."""
+    of `rate` (`link_probe.measure`): the median of `probes` probes, since one probe taken
+    just after the floor jobs once read 91% of the rate where every other read 95.6%."""
     with links.EmulatedNetwork([('ps', 0), ('worker', 0)], links.parse_rate(rate)) as network:
-        return link_probe.measure(network, ('worker', 0), ('ps', 0)).goodput_bps
+        return statistics.median(link_probe.measure(network, ('worker', 0), ('ps', 0)).goodput_bps
+                                 for _ in range(probes))
 
 
 def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
@@ -100,6 +107,7 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
             'predicted_ms': predicted_ms(profile, workers, ps, goodputs[rate], update,
                                          floors[workers]),
             'goodput_bps': goodputs[rate],
+            'tcp_timeouts': outcome.summary['links']['tcp_timeouts'],
             'protocol_ms': 1000.0 * floors[workers], 'compute_ms': 1000.0 * profile.compute_s,
             'waited_ms': waited_ms, 'compute_error': waited_ms / (1000.0 * profile.compute_s) - 1}
 
