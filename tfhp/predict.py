@@ -18,6 +18,7 @@ from tfhp import modes
 from tfhp import plots
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import links
+from tfhp.prediction import placement
 from tfhp.prediction import step_model
 
 FLAGS = flags.FLAGS
@@ -40,20 +41,29 @@ def _define_flags():
     flags.DEFINE_integer('fusion_bucket_bytes', 0, 'All-reduce strategies: gradients fused into '
                          'buckets of at most this many bytes, last layer first (0: each on its '
                          'own; more than the model: one pack after the backward pass).')
+    flags.DEFINE_integer('partition_min_bytes', 0, 'ps strategies: variables of at least this '
+                         'many bytes are split over the ps tasks, as the job\'s flag splits '
+                         'them.')
     flags.DEFINE_string('plot', None, 'Draw images/sec against workers here (needs matplotlib).')
 
 
 def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=1,
-         bus_bps=None, ps_bps=None, synchronous=True, protocol_s=0.0, fusion_bucket_bytes=0):
-    """One record per (rate, ps, workers): the setting and its Prediction's figures."""
+         bus_bps=None, ps_bps=None, synchronous=True, protocol_s=0.0, fusion_bucket_bytes=0,
+         partition_min_bytes=0):
+    """One record per (rate, ps, workers): the setting and its Prediction's figures; each ps
+    task holds the bytes tfhp's placement gives it (`placement.ps_gradient_bytes`)."""
     records = []
+    uses_ps = modes.strategy(variable_update).uses_ps
     for rate in rates:
         bps = links.parse_rate(rate)
         for ps in ps_counts:
+            held = (tuple(placement.ps_gradient_bytes(profile, ps, partition_min_bytes))
+                    if uses_ps else None)
             for w in workers:
                 cluster = step_model.Cluster(num_workers=w, towers_per_worker=towers_per_worker,
                                              num_ps=ps, nic_bps=bps, ps_nic_bps=ps_bps,
-                                             bus_bps=bus_bps, protocol_s=protocol_s)
+                                             bus_bps=bus_bps, protocol_s=protocol_s,
+                                             ps_gradient_bytes=held)
                 p = step_model.predict(profile, cluster, variable_update, synchronous,
                                        apply_s=profile.apply_s,
                                        fusion_bucket_bytes=fusion_bucket_bytes)
@@ -78,7 +88,7 @@ def main(argv):
                        links.parse_rate(FLAGS.bus_rate) if FLAGS.bus_rate else None,
                        links.parse_rate(FLAGS.ps_rate) if FLAGS.ps_rate else None,
                        FLAGS.cross_replica_sync, FLAGS.protocol_ms / 1000.0,
-                       FLAGS.fusion_bucket_bytes)
+                       FLAGS.fusion_bucket_bytes, FLAGS.partition_min_bytes)
     except ValueError as e:
         print('tfhp.predict: error: %s' % e, file=sys.stderr)
         return 2

@@ -15,8 +15,11 @@ none, and the published runs' are small against their step):
   push      each gradient leaves when the backward pass makes it, first made first sent,
             through the worker's NIC and the ps's, shared by the W workers (rate
             min(B, K B_ps / W) per worker for K balanced ps tasks).
+  ps load   the busiest ps task holds S_k of the S gradient bytes: S/K when balanced, or what
+            tfhp's greedy placement gives it (`placement.ps_gradient_bytes`); pull, push and
+            update go at its pace.
   update    the ps applies the mean once every gradient is in: the profile's apply time for
-            its S/K bytes, plus one accumulate per worker of the same cost.
+            its S_k bytes, plus one accumulate per worker of the same cost.
   all-reduce  a ring moves 2 (N-1) / N of each gradient through every NIC (or, within one
             machine, over its bus), starting when the gradient is made; with fusion buckets
             (--fusion_bucket_bytes), when its bucket's last gradient is made (a bucket of
@@ -28,7 +31,7 @@ none, and the published runs' are small against their step):
             loop, a session run), measured: the step of a null_scalar job of the same tasks.
 """
 import dataclasses
-from typing import Optional
+from typing import Optional, Tuple
 
 from tfhp import modes
 
@@ -48,6 +51,8 @@ class Cluster:
         (tf_cnn_benchmarks' distributed runs).
       protocol_s: the measured step of the same job with no variables and no compute
         (`--model=null_scalar`), added to every step.
+      ps_gradient_bytes: the gradient bytes each ps task holds
+        (`placement.ps_gradient_bytes`); None: S/K each.
     """
     num_workers: int
     towers_per_worker: int = 1
@@ -57,6 +62,7 @@ class Cluster:
     bus_bps: Optional[float] = None
     ps_on_workers: bool = False
     protocol_s: float = 0.0
+    ps_gradient_bytes: Optional[Tuple[int, ...]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,22 +162,26 @@ def predict(profile, cluster, variable_update='parameter_server', synchronous=Tr
             push_tail = _tail(ready, _ring(sizes, W), B, compute)
         step = compute + local + push_tail
     else:
-        K = max(cluster.num_ps, 1)
+        # The busiest ps task's share of the gradient bytes: every transfer and update waits
+        # on it.
+        share = (max(cluster.ps_gradient_bytes) / S if cluster.ps_gradient_bytes and S
+                 else 1.0 / max(cluster.num_ps, 1))
+        S_k = share * S
         ps_b = (cluster.ps_nic_bps or cluster.nic_bps) / 8.0
         if cluster.ps_on_workers:
-            # A machine holding a ps shard sends its other K-1 shards' part out while the
-            # other W-1 machines send it theirs for its shard (pushes; pulls the other way).
-            pull = max(S - S / K, (W - 1) * S / K) / B
+            # A machine holding a ps shard sends its other shards' part out while the other
+            # W-1 machines send it theirs for its shard (pushes; pulls the other way).
+            pull = max(S - S_k, (W - 1) * S_k) / B
             rate = S / pull
         else:
-            pull = max(S / B, W * S / K / ps_b)
-            rate = min(B, K * ps_b / W)
-        update = apply_s / K * (1 + (W if synchronous else 1))
+            pull = max(S / B, W * S_k / ps_b)
+            rate = min(B, ps_b / (W * share))
+        update = apply_s * share * (1 + (W if synchronous else 1))
         push_tail = _tail([t + local for t in ready], sizes, rate, compute + local)
         step = pull + compute + local + push_tail + update
         if not synchronous:
             # Each worker steps alone; together they cannot move more than the ps NICs carry.
-            step = max(step, W * S / K / ps_b)
+            step = max(step, W * S_k / ps_b)
     step += cluster.protocol_s
     slow = sorted(stragglers, reverse=True)
     spare = W - (replicas_to_aggregate or W)

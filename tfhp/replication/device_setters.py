@@ -35,11 +35,16 @@ class GreedyByBytes:
 
     def place(self, node_def):
         """Returns the device for a variable op, remembering the choice by op name."""
-        if node_def.name not in self._placed:
+        return self.assign(node_def.name, _num_bytes(node_def))
+
+    def assign(self, name, num_bytes):
+        """Returns the device for a variable `name` of `num_bytes`, remembering the choice (the
+        step model places a profile's variables with this, as a job would)."""
+        if name not in self._placed:
             index = min(range(len(self.loads)), key=self.loads.__getitem__)
-            self.loads[index] += _num_bytes(node_def)
-            self._placed[node_def.name] = self.devices[index]
-        return self._placed[node_def.name]
+            self.loads[index] += num_bytes
+            self._placed[name] = self.devices[index]
+        return self._placed[name]
 
 
 def variables_on(placer, default_device):
