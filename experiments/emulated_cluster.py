@@ -13,7 +13,7 @@ TCP payload one stream carries on the emulated link (`tfhp.launcher.link_probe`,
 3 probes: 95.6% of the rate with 1514-byte frames), at which the model moves the gradients. A
 row also counts the job's TCP retransmission timeouts (`links.losses`), start-up included: each
 idles a flow for 200 ms or more, where many workers push into one ps's port (incast), and the
-model knows none.
+model knows none; --link_rto_min_ms lowers that floor (`tfhp.launcher.links`).
 With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
 the smallest K whose every repeat is under it, measured and predicted. --profile takes several
 profiles (a model each); --plot draws every row's predicted against measured step (and an SVG
@@ -41,9 +41,11 @@ from tfhp import provenance
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import link_probe
 from tfhp.launcher import links
+from tfhp.prediction import placement
 from tfhp.prediction import step_model
 
 FLAGS = flags.FLAGS
+PARTITION_MIN_BYTES = 1 << 18
 FIGURES = ('global_step_ms', 'images_per_sec', 'comm_share', 'cpu_busy', 'predicted_ms',
            'compute_error', 'tcp_timeouts')
 TABLE = [('model', 'model', None), ('W', 'workers', '%d'), ('K', 'ps', '%d'), ('rate', 'rate', None),
@@ -53,11 +55,19 @@ TABLE = [('model', 'model', None), ('W', 'workers', '%d'), ('K', 'ps', '%d'), ('
          ('TCP timeouts', 'tcp_timeouts', '%d')]
 
 
+def _partition_min_bytes(update, ps):
+    """The --partition_min_bytes of this study's jobs: variables of 256 KiB and more are split
+    over the ps tasks where the strategy can."""
+    return PARTITION_MIN_BYTES if modes.strategy(update).partitions and ps > 1 else 0
+
+
 def predicted_ms(profile, workers, ps, goodput_bps, update, protocol_s):
     """The step model's global step (ms) for a job of this study, its NICs carrying
-    `goodput_bps` of payload."""
+    `goodput_bps` of payload and its ps tasks the bytes the job's placement gives them."""
+    held = (tuple(placement.ps_gradient_bytes(profile, ps, _partition_min_bytes(update, ps)))
+            if modes.strategy(update).uses_ps else None)
     cluster = step_model.Cluster(num_workers=workers, num_ps=ps, nic_bps=goodput_bps,
-                                 protocol_s=protocol_s)
+                                 protocol_s=protocol_s, ps_gradient_bytes=held)
     return 1000.0 * step_model.predict(profile, cluster, update, apply_s=profile.apply_s).step_s
 
 
@@ -88,11 +98,11 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
         '--num_batches=%d' % FLAGS.steps, '--num_warmup_batches=%d' % FLAGS.warmup_steps,
         '--tf_random_seed=%d' % seed, '--variable_update=' + update,
         '--display_every=1000', '--peer_timeout_s=%d' % FLAGS.peer_timeout_s]
-    if modes.strategy(update).partitions and ps > 1:
-        args.append('--partition_min_bytes=%d' % (1 << 18))
+    if _partition_min_bytes(update, ps):
+        args.append('--partition_min_bytes=%d' % _partition_min_bytes(update, ps))
     outcome = common.run_cluster(ps if modes.strategy(update).uses_ps else 0, workers, args,
                                  link_bandwidth=rate, timeout_s=FLAGS.job_timeout_s,
-                                 host_queue=FLAGS.link_queue)
+                                 host_queue=FLAGS.link_queue, rto_min_ms=FLAGS.link_rto_min_ms)
     if outcome.error:
         raise RuntimeError('W=%d K=%d %s: %s' % (workers, ps, rate, outcome.error))
     figures = common.cluster_figures(outcome.summary)
@@ -100,7 +110,8 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
     busy = outcome.summary['cpu']['busy_timed']
     waited_ms = worst_compute_ms(outcome.results, profile)
     return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
-            'link_queue': FLAGS.link_queue, 'caption': caption,
+            'link_queue': FLAGS.link_queue, 'rto_min_ms': FLAGS.link_rto_min_ms,
+            'caption': caption,
             'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
             'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
             'comm_share': 1.0 - 1000.0 * profile.compute_s / step_ms, 'cpu_busy': busy,
@@ -212,6 +223,8 @@ if __name__ == '__main__':
     flags.DEFINE_string('variable_update', modes.DEFAULT_STRATEGY, 'The strategy of every job.')
     flags.DEFINE_enum('link_queue', 'fair', links.HOST_QUEUES, 'How each task\'s NIC queues '
                       'what it sends (tfhp.launcher.links).')
+    flags.DEFINE_integer('link_rto_min_ms', None, 'The tasks\' least TCP retransmission '
+                         'timeout (tfhp.launcher.links; default: the kernel\'s 200 ms).')
     flags.DEFINE_float('max_comm_share', None, 'Answer: the smallest ps count whose share of the '
                        'step that is not compute stays under this.')
     # 33 TensorFlow processes take about 5 minutes to start on two cores.

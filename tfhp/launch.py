@@ -62,6 +62,11 @@ def _parse(argv):
                         help='how each task\'s NIC queues what it sends: fair (a queue per '
                         'peer, served in turn, as a host\'s NIC is) or fifo (one queue: the '
                         'TCP flow that opened first keeps most of the link); default fair')
+    parser.add_argument('--link_rto_min_ms', type=int, default=None,
+                        help='the tasks\' least TCP retransmission timeout on links, in ms '
+                        '(default: the kernel\'s 200 ms). Where W workers push to one ps its '
+                        'port drops packets (incast) and a timeout idles a sender this long; '
+                        'data centres lower it')
     parser.add_argument('--inject', action='append', default=[], metavar='KIND:TASK@STEP',
                         help='inject a fault when the chief reaches a global step: '
                         'kill:worker1@15, pause:ps0@15+2 (SIGSTOP for 2 s), '
@@ -81,6 +86,10 @@ def _parse(argv):
         parser.error('--ps_link_bandwidth needs --link_bandwidth')
     if args.link_queue and not args.link_bandwidth:
         parser.error('--link_queue needs --link_bandwidth')
+    if args.link_rto_min_ms is not None and not args.link_bandwidth:
+        parser.error('--link_rto_min_ms needs --link_bandwidth')
+    if args.link_rto_min_ms is not None and args.link_rto_min_ms < 1:
+        parser.error('--link_rto_min_ms must be at least 1 (ms)')
     try:
         args.inject = [faults.parse(text) for text in args.inject]
         faults.check(args.inject, plan.task_names(args.num_ps, args.num_workers,
@@ -115,8 +124,10 @@ def _print_summary(summary):
                   'each)' % (name, link['dropped_sent'], link['dropped_received'],
                              link['tcp_retransmits'], link['tcp_timeouts']))
     if 'links' in summary:
-        print('[launch] links: %s queue per task\'s NIC, TCP %s'
-              % (summary['links']['host_queue'], summary['links']['tcp']))
+        print('[launch] links: %s queue per task\'s NIC, TCP %s, least retransmission timeout '
+              '%s' % (summary['links']['host_queue'], summary['links']['tcp'],
+                      '%d ms' % summary['links']['rto_min_ms'] if summary['links']['rto_min_ms']
+                      else 'the kernel\'s'))
     if summary.get('links', {}).get('global_step_ms'):
         print('[launch] global step %.2f ms; the links take at least %.2f ms of it'
               % (summary['links']['global_step_ms'], summary['links']['comm_bound_ms']))
@@ -153,6 +164,7 @@ def main(argv=None):
     launch_args = dict(timeout_s=args.timeout_s, keep_going=args.keep_going,
                        controller=args.controller, link_bandwidth=args.link_bandwidth,
                        ps_link_bandwidth=args.ps_link_bandwidth, host_queue=args.link_queue or 'fair',
+                       rto_min_ms=args.link_rto_min_ms,
                        lean_malloc=not args.default_malloc)
     say = lambda line: print('[launch] ' + line, flush=True)  # noqa: E731
     injector = faults.Injector(say) if args.inject else None

@@ -48,6 +48,12 @@ def test_the_launcher_refuses_a_fault_its_job_cannot_take(capsys):
     with pytest.raises(SystemExit):
         launch.main(['--link_queue=fifo', '--', '--model=trivial'])
     assert '--link_queue needs --link_bandwidth' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        launch.main(['--link_rto_min_ms=10', '--', '--model=trivial'])
+    assert '--link_rto_min_ms needs --link_bandwidth' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        launch.main(['--link_bandwidth=1gbit', '--link_rto_min_ms=0', '--', '--model=trivial'])
+    assert '--link_rto_min_ms must be at least 1 (ms)' in capsys.readouterr().err
 
 
 def _state(pid):

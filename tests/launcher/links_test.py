@@ -100,7 +100,8 @@ def test_subnet_avoids_the_hosts_routes(monkeypatch):
     (dict(rate_bps=1e8, tasks=[('worker', 0), ('worker', 0)]), 'tasks must be distinct'),
     (dict(rate_bps=1e8, task_rates_bps={('ps', 0): 1e9}),
      r"not in the network: \[\('ps', 0\)\]"),
-    (dict(rate_bps=1e8, host_queue='fq'), "host_queue is 'fq'; it must be one of fair, fifo")])
+    (dict(rate_bps=1e8, host_queue='fq'), "host_queue is 'fq'; it must be one of fair, fifo"),
+    (dict(rate_bps=1e8, rto_min_ms=0.5), r"rto_min_ms is 0.5; it must be a whole number")])
 def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwargs, message):
     log = _fake_commands(monkeypatch)
     with pytest.raises(ValueError, match=message):
@@ -195,6 +196,18 @@ def test_losses_count_the_drops_where_two_senders_meet_one_receiver(links_availa
         assert after[w0]['tcp_retransmits'] + after[w1]['tcp_retransmits'] > 0
         # The ps only acknowledged: nothing of its own was dropped or resent.
         assert after[ps]['dropped_sent'] == after[ps]['tcp_retransmits'] == 0
+
+
+def test_rto_min_floors_every_tasks_retransmission_timeout(links_available):
+    ps, w0 = ('ps', 0), ('worker', 0)
+    with links.EmulatedNetwork([w0, ps], rate_bps=1e8, rto_min_ms=10) as network:
+        for task in network.tasks:
+            route = subprocess.run(['ip', '-n', network.namespace(task), 'route', 'show', 'dev',
+                                    'eth0'], capture_output=True, text=True, check=True).stdout
+            assert 'rto_min lock 10ms' in route, (task, route)
+        # The subnet's route is still there: the link carries its rate.
+        assert link_probe.measure(network, w0, ps, seconds=1.0).link_bps == pytest.approx(
+            1e8, rel=0.1)
 
 
 def test_proc_counters_pairs_each_groups_names_and_values():

@@ -135,4 +135,5 @@ def link_report(network, tasks, results):
     return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None,
             'global_step_ms': 1000.0 / rate if rate else None,
             'tcp_timeouts': sum(e['tcp_timeouts'] for e in report.values()),
-            'host_queue': network.host_queue, 'tcp': links.congestion_control()}
+            'host_queue': network.host_queue, 'tcp': links.congestion_control(),
+            'rto_min_ms': network.rto_min_ms}

@@ -23,6 +23,11 @@ How a task's upload queues what waits for the link (`host_queue`):
         ps's pull then serves workers nearly in turn: lenet, 4 workers at 1 Gbit/s, one
         worker's weights came at 93 ms and the other three's at 204-221 ms (docs/results.md).
 A task's download (the switch port) is one FIFO queue either way, as a switch's port is.
+Where many senders meet one receiver (W workers pushing to a ps) that port drops packets
+(incast), and a sender whose loss only a timeout reveals idles for its retransmission timeout:
+at least 200 ms on Linux, where the round trip here is under 1 ms. `rto_min_ms` sets that floor
+for every task's routes (`ip route ... rto_min`), as data centres lower it against incast;
+`losses` counts the drops and the timeouts either way.
 
 The bridge lives in a namespace of its own (the hub), not in the host's: nothing of a job touches
 the host's network (no interface, route or bridge-netfilter rule there), every job may use any
@@ -315,7 +320,8 @@ class EmulatedNetwork:
       name: the job's tag, <prefix><pid>-<4 hex>; every namespace of the job starts with it.
     """
 
-    def __init__(self, tasks, rate_bps, task_rates_bps=None, prefix=PREFIX, host_queue='fair'):
+    def __init__(self, tasks, rate_bps, task_rates_bps=None, prefix=PREFIX, host_queue='fair',
+                 rto_min_ms=None):
         """Creates the network; on any failure removes what it created and raises.
 
         Args:
@@ -326,9 +332,11 @@ class EmulatedNetwork:
             (e.g. the ps tasks').
           prefix: start of every namespace name; `cleanup_stale` matches on it.
           host_queue: how each task's upload queues, one of HOST_QUEUES (module doc).
+          rto_min_ms: the least TCP retransmission timeout on every task's routes (whole
+            milliseconds, at least 1); None: the kernel's, 200 ms (module doc).
         Raises:
           ValueError: a rate below MIN_RATE_BPS or for a task not in `tasks`, a task given
-            twice, or over 253 tasks.
+            twice, over 253 tasks, or an rto_min_ms below 1.
           RuntimeError: an ip or tc command failed (its message says which).
         """
         self.tasks = [tuple(t) for t in tasks]
@@ -337,6 +345,10 @@ class EmulatedNetwork:
             raise ValueError('host_queue is %r; it must be one of %s' % (host_queue,
                                                                         ', '.join(HOST_QUEUES)))
         self.host_queue = host_queue
+        if rto_min_ms is not None and not (isinstance(rto_min_ms, int) and rto_min_ms >= 1):
+            raise ValueError('rto_min_ms is %r; it must be a whole number of milliseconds, at '
+                             'least 1 (None: the kernel\'s 200 ms)' % (rto_min_ms,))
+        self.rto_min_ms = rto_min_ms
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError('tasks must be distinct: %s' % (self.tasks,))
         if set(task_rates_bps) - set(self.tasks):
@@ -378,6 +390,11 @@ class EmulatedNetwork:
             _must(['ip', '-n', namespace, 'addr', 'add', '%s/%d' % (self._ips[task], prefixlen),
                    'dev', 'eth0'])
             _must(['ip', '-n', namespace, 'link', 'set', 'eth0', 'up'])
+            if self.rto_min_ms:
+                # The subnet's route, as the address made it, with the timeout's floor added.
+                route = _must(['ip', '-n', namespace, 'route', 'show', 'dev', 'eth0']).split()
+                _must(['ip', '-n', namespace, 'route', 'replace'] + route + [
+                    'dev', 'eth0', 'rto_min', '%dms' % self.rto_min_ms])
             _must(_tbf(namespace, 'eth0', rates[task]))  # the task's upload
             if self.host_queue == 'fair':
                 peers = [self._ips[t] for t in self.tasks if t != task]
