@@ -41,11 +41,10 @@ ClusterRun = collections.namedtuple('ClusterRun', ['summary', 'results', 'error'
 
 
 def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=None,
-                ps_link_bandwidth=None, host_queue='fair', rto_min_ms=None):
+                ps_link_bandwidth=None, link_options=None):
     """Runs one job, every task its own process (`tfhp.launcher.local_job.launch_job`), on
-    loopback or on emulated links of the given rates, each task's upload queued `host_queue`
-    (`tfhp.launcher.links.HOST_QUEUES`), its TCP's least retransmission timeout `rto_min_ms`
-    (None: the kernel's).
+    loopback or on emulated links of the given rates that behave as `link_options` says
+    (`tfhp.launcher.links.LinkOptions`; None: its defaults).
 
     On links, every task's NIC counters are also sampled while the job runs
     (`tfhp.launcher.link_traffic`), and the summary's 'links' gets 'timed': the bytes per
@@ -61,8 +60,7 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
                                                 timeout_s=timeout_s,
                                                 link_bandwidth=link_bandwidth,
                                                 ps_link_bandwidth=ps_link_bandwidth,
-                                                host_queue=host_queue,
-                                                rto_min_ms=rto_min_ms, out=output)
+                                                link_options=link_options, out=output)
     if 'links' in summary:
         summary['links']['timed'] = link_traffic.timed_report(
             sampler.samples, summary['links']['tasks'], results.get(('worker', 0), {}))

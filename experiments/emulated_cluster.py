@@ -13,7 +13,8 @@ TCP payload one stream carries on the emulated link (`tfhp.launcher.link_probe`,
 3 probes: 95.6% of the rate with 1514-byte frames), at which the model moves the gradients. A
 row also counts the job's TCP retransmission timeouts (`links.losses`), start-up included: each
 idles a flow for 200 ms or more, where many workers push into one ps's port (incast), and the
-model knows none; --link_rto_min_ms lowers that floor (`tfhp.launcher.links`).
+model knows none; --link_rto_min_ms lowers that floor, and --link_port_buffer deepens the
+switch ports, which 16 workers at 100 Mbit/s overflow (`tfhp.launcher.links`).
 With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
 the smallest K whose every repeat is under it, measured and predicted. --profile takes several
 profiles (a model each); --plot draws every row's predicted against measured step (and an SVG
@@ -82,6 +83,13 @@ def protocol_floor_s(workers):
     return 1.0 / common.cluster_figures(outcome.summary)['global_steps_per_sec']
 
 
+def link_options():
+    """The jobs' `links.LinkOptions`, from the flags."""
+    return links.LinkOptions(host_queue=FLAGS.link_queue, rto_min_ms=FLAGS.link_rto_min_ms,
+                             port_buffer_bytes=(links.parse_size(FLAGS.link_port_buffer)
+                                                if FLAGS.link_port_buffer else None))
+
+
 def goodput_bps(rate, probes=3):
     """The payload bits per second one TCP stream carries between two tasks on emulated links
     of `rate` (`link_probe.measure`): the median of `probes` probes, since one probe taken
@@ -102,7 +110,7 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
         args.append('--partition_min_bytes=%d' % _partition_min_bytes(update, ps))
     outcome = common.run_cluster(ps if modes.strategy(update).uses_ps else 0, workers, args,
                                  link_bandwidth=rate, timeout_s=FLAGS.job_timeout_s,
-                                 host_queue=FLAGS.link_queue, rto_min_ms=FLAGS.link_rto_min_ms)
+                                 link_options=link_options())
     if outcome.error:
         raise RuntimeError('W=%d K=%d %s: %s' % (workers, ps, rate, outcome.error))
     figures = common.cluster_figures(outcome.summary)
@@ -111,6 +119,7 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
     waited_ms = worst_compute_ms(outcome.results, profile)
     return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
             'link_queue': FLAGS.link_queue, 'rto_min_ms': FLAGS.link_rto_min_ms,
+            'port_buffer_bytes': link_options().port_buffer_bytes,
             'caption': caption,
             'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
             'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
@@ -157,6 +166,10 @@ def plot(records, path):
         label = '%s, %s' % (r['model'], r['rate'])
         if r.get('link_queue', 'fifo') != 'fair':
             label += ', FIFO queues'
+        if r.get('rto_min_ms'):
+            label += ', RTO floor %d ms' % r['rto_min_ms']
+        if r.get('port_buffer_bytes'):
+            label += ', ports of %.2f MB' % (r['port_buffer_bytes'] / 1e6)
         measured, predicted = series.setdefault(label, ([], []))
         measured.append(r['global_step_ms'])
         predicted.append(r['predicted_ms']['median'])
@@ -225,6 +238,8 @@ if __name__ == '__main__':
                       'what it sends (tfhp.launcher.links).')
     flags.DEFINE_integer('link_rto_min_ms', None, 'The tasks\' least TCP retransmission '
                          'timeout (tfhp.launcher.links; default: the kernel\'s 200 ms).')
+    flags.DEFINE_string('link_port_buffer', None, 'Each switch port\'s queue, tc sizes '
+                        '(1.25mb; default: 20 ms of the rate).')
     flags.DEFINE_float('max_comm_share', None, 'Answer: the smallest ps count whose share of the '
                        'step that is not compute stays under this.')
     # 33 TensorFlow processes take about 5 minutes to start on two cores.

@@ -50,7 +50,8 @@ def measure(queue, profile, trace_dir):
         '--trace_step=%d' % FLAGS.trace_step, '--display_every=1000',
         '--peer_timeout_s=%d' % FLAGS.peer_timeout_s]
     run = common.run_cluster(1, FLAGS.num_workers, args, link_bandwidth=FLAGS.rate,
-                             host_queue=queue, timeout_s=FLAGS.job_timeout_s)
+                             link_options=links.LinkOptions(host_queue=queue),
+                             timeout_s=FLAGS.job_timeout_s)
     if run.error:
         raise RuntimeError('--link_queue=%s: the job failed: %s' % (queue, run.error))
     rows = worker_phases.align(_traces(trace_dir))

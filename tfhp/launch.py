@@ -67,6 +67,10 @@ def _parse(argv):
                         '(default: the kernel\'s 200 ms). Where W workers push to one ps its '
                         'port drops packets (incast) and a timeout idles a sender this long; '
                         'data centres lower it')
+    parser.add_argument('--link_port_buffer', default=None,
+                        help='each switch port\'s queue (a task\'s download) in bytes, tc '
+                        'sizes: 1.25mb, 256kb (default: 20 ms of the rate). Where W workers '
+                        'push to one ps a shallow port overflows (incast)')
     parser.add_argument('--inject', action='append', default=[], metavar='KIND:TASK@STEP',
                         help='inject a fault when the chief reaches a global step: '
                         'kill:worker1@15, pause:ps0@15+2 (SIGSTOP for 2 s), '
@@ -88,8 +92,15 @@ def _parse(argv):
         parser.error('--link_queue needs --link_bandwidth')
     if args.link_rto_min_ms is not None and not args.link_bandwidth:
         parser.error('--link_rto_min_ms needs --link_bandwidth')
-    if args.link_rto_min_ms is not None and args.link_rto_min_ms < 1:
-        parser.error('--link_rto_min_ms must be at least 1 (ms)')
+    if args.link_port_buffer is not None and not args.link_bandwidth:
+        parser.error('--link_port_buffer needs --link_bandwidth')
+    try:
+        args.link_options = links.LinkOptions(
+            host_queue=args.link_queue or 'fair', rto_min_ms=args.link_rto_min_ms,
+            port_buffer_bytes=(links.parse_size(args.link_port_buffer)
+                               if args.link_port_buffer else None))
+    except ValueError as e:
+        parser.error(str(e))
     try:
         args.inject = [faults.parse(text) for text in args.inject]
         faults.check(args.inject, plan.task_names(args.num_ps, args.num_workers,
@@ -120,14 +131,15 @@ def _print_summary(summary):
                 link['comm_bound_ms'])) if 'comm_bound_ms' in link else 'no step'))
         if link.get('tcp_timeouts') or link.get('dropped_received') or link.get('dropped_sent'):
             print('[launch] %s link lost: %d packets dropped sending, %d dropped before it '
-                  'received them; TCP resent %d segments, %d after a timeout (200 ms or more idle '
-                  'each)' % (name, link['dropped_sent'], link['dropped_received'],
+                  'received them; TCP resent %d segments, %d after a timeout' % (name, link['dropped_sent'], link['dropped_received'],
                              link['tcp_retransmits'], link['tcp_timeouts']))
     if 'links' in summary:
-        print('[launch] links: %s queue per task\'s NIC, TCP %s, least retransmission timeout '
-              '%s' % (summary['links']['host_queue'], summary['links']['tcp'],
-                      '%d ms' % summary['links']['rto_min_ms'] if summary['links']['rto_min_ms']
-                      else 'the kernel\'s'))
+        report = summary['links']
+        print('[launch] links: %s queue per task\'s NIC, switch ports of %s, TCP %s with a '
+              'least retransmission timeout of %s' % (
+                  report['host_queue'], '%d bytes' % report['port_buffer_bytes']
+                  if report['port_buffer_bytes'] else '20 ms of the rate', report['tcp'],
+                  '%d ms' % report['rto_min_ms'] if report['rto_min_ms'] else '200 ms'))
     if summary.get('links', {}).get('global_step_ms'):
         print('[launch] global step %.2f ms; the links take at least %.2f ms of it'
               % (summary['links']['global_step_ms'], summary['links']['comm_bound_ms']))
@@ -163,8 +175,7 @@ def main(argv=None):
         print('[launch] warning: ' + warning)
     launch_args = dict(timeout_s=args.timeout_s, keep_going=args.keep_going,
                        controller=args.controller, link_bandwidth=args.link_bandwidth,
-                       ps_link_bandwidth=args.ps_link_bandwidth, host_queue=args.link_queue or 'fair',
-                       rto_min_ms=args.link_rto_min_ms,
+                       ps_link_bandwidth=args.ps_link_bandwidth, link_options=args.link_options,
                        lean_malloc=not args.default_malloc)
     say = lambda line: print('[launch] ' + line, flush=True)  # noqa: E731
     injector = faults.Injector(say) if args.inject else None

@@ -53,7 +53,17 @@ def test_the_launcher_refuses_a_fault_its_job_cannot_take(capsys):
     assert '--link_rto_min_ms needs --link_bandwidth' in capsys.readouterr().err
     with pytest.raises(SystemExit):
         launch.main(['--link_bandwidth=1gbit', '--link_rto_min_ms=0', '--', '--model=trivial'])
-    assert '--link_rto_min_ms must be at least 1 (ms)' in capsys.readouterr().err
+    assert 'rto_min_ms (--link_rto_min_ms) is 0; it must be' in capsys.readouterr().err
+    for size, message in (('lots', "'lots' is not a size"),
+                          ('64kb', 'port_buffer_bytes (--link_port_buffer) is 65536; a port must '
+                                   'hold at least 70000 bytes')):
+        with pytest.raises(SystemExit):
+            launch.main(['--link_bandwidth=1gbit', '--link_port_buffer=' + size, '--',
+                         '--model=trivial'])
+        assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        launch.main(['--link_port_buffer=1mb', '--', '--model=trivial'])
+    assert '--link_port_buffer needs --link_bandwidth' in capsys.readouterr().err
 
 
 def _state(pid):

@@ -100,13 +100,27 @@ def test_subnet_avoids_the_hosts_routes(monkeypatch):
     (dict(rate_bps=1e8, tasks=[('worker', 0), ('worker', 0)]), 'tasks must be distinct'),
     (dict(rate_bps=1e8, task_rates_bps={('ps', 0): 1e9}),
      r"not in the network: \[\('ps', 0\)\]"),
-    (dict(rate_bps=1e8, host_queue='fq'), "host_queue is 'fq'; it must be one of fair, fifo"),
-    (dict(rate_bps=1e8, rto_min_ms=0.5), r"rto_min_ms is 0.5; it must be a whole number")])
+])
 def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwargs, message):
     log = _fake_commands(monkeypatch)
     with pytest.raises(ValueError, match=message):
         links.EmulatedNetwork(**dict({'tasks': [('worker', 0), ('worker', 1)]}, **kwargs))
     assert not log
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(host_queue='fq'), r"host_queue \(--link_queue\) is 'fq'; it must be one of fair, fifo"),
+    (dict(rto_min_ms=0.5), r"rto_min_ms \(--link_rto_min_ms\) is 0.5; it must be a whole"),
+    (dict(port_buffer_bytes=65536), r"is 65536; a port must hold at least 70000 bytes")])
+def test_link_options_refuse_what_cannot_work_naming_it(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        links.LinkOptions(**kwargs)
+
+
+@pytest.mark.parametrize('text, size', [('1.25mb', 1310720), ('256kb', 262144), ('300000', 300000),
+                                        ('2M', 2097152), ('70000b', 70000)])
+def test_parse_size_follows_tc_units(text, size):
+    assert links.parse_size(text) == size
 
 
 def test_cleanup_stale_deletes_only_dead_creators_namespaces(monkeypatch):
@@ -173,7 +187,8 @@ def test_the_fair_queue_gives_a_later_flow_its_share_and_counts_each_peer(links_
         # Each class counted its own peer's bytes: at least 0.3 of 100 Mbit/s for 1.2 s.
         assert min(sent.values()) > 0.3e8 * 1.2 / 8
         assert sum(sent.values()) <= network.shaped_bytes(w0)[0]
-    with links.EmulatedNetwork([w0, ps], rate_bps=1e8, host_queue='fifo') as network:
+    with links.EmulatedNetwork([w0, ps], rate_bps=1e8,
+                               options=links.LinkOptions(host_queue='fifo')) as network:
         assert network.sent_bytes_by_peer(w0) is None
 
 
@@ -198,13 +213,27 @@ def test_losses_count_the_drops_where_two_senders_meet_one_receiver(links_availa
         assert after[ps]['dropped_sent'] == after[ps]['tcp_retransmits'] == 0
 
 
-def test_rto_min_floors_every_tasks_retransmission_timeout(links_available):
+def _port_limit_bytes(network, task):
+    """The bytes the task's switch port may queue: tc shows the tbf's bound as a latency at
+    its rate, after its bucket."""
+    out = subprocess.run(['tc', '-n', network._hub, '-j', 'qdisc', 'show', 'dev',  # pylint: disable=protected-access
+                          network._ports[task]], capture_output=True, text=True, check=True)  # pylint: disable=protected-access
+    options = json.loads(out.stdout)[0]['options']
+    return options['lat'] * 1e-6 * options['rate'] + options['burst']
+
+
+def test_link_options_floor_the_timeouts_and_size_the_ports(links_available):
     ps, w0 = ('ps', 0), ('worker', 0)
-    with links.EmulatedNetwork([w0, ps], rate_bps=1e8, rto_min_ms=10) as network:
+    options = links.LinkOptions(rto_min_ms=10, port_buffer_bytes=1310720)
+    with links.EmulatedNetwork([w0, ps], rate_bps=1e8, options=options) as network:
         for task in network.tasks:
             route = subprocess.run(['ip', '-n', network.namespace(task), 'route', 'show', 'dev',
                                     'eth0'], capture_output=True, text=True, check=True).stdout
             assert 'rto_min lock 10ms' in route, (task, route)
+            # 1.25 MiB, 100 ms at 100 Mbit/s; the default would be 20 ms (250 KB).
+            assert _port_limit_bytes(network, task) == pytest.approx(1310720, rel=0.01)
+        network.set_rate(ps, 2e8)  # A new rate keeps the port's bytes.
+        assert _port_limit_bytes(network, ps) == pytest.approx(1310720, rel=0.01)
         # The subnet's route is still there: the link carries its rate.
         assert link_probe.measure(network, w0, ps, seconds=1.0).link_bps == pytest.approx(
             1e8, rel=0.1)

@@ -4,6 +4,8 @@ Pure Python (the launcher imports no TensorFlow). `cluster_summary` reads the wo
 records (`tfhp.results`); `link_report` reads an emulated network's counters
 (`tfhp.launcher.links`).
 """
+import dataclasses
+
 from tfhp import counts
 from tfhp import startup
 from tfhp.launcher import links
@@ -135,5 +137,4 @@ def link_report(network, tasks, results):
     return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None,
             'global_step_ms': 1000.0 / rate if rate else None,
             'tcp_timeouts': sum(e['tcp_timeouts'] for e in report.values()),
-            'host_queue': network.host_queue, 'tcp': links.congestion_control(),
-            'rto_min_ms': network.rto_min_ms}
+            'tcp': links.congestion_control(), **dataclasses.asdict(network.options)}

@@ -9,7 +9,8 @@ bridge by a veth pair that a token bucket (`tc qdisc ... tbf`) shapes in both di
     eth0 egress: tbf = task's upload     t<k> egress: tbf = task's download
 
 Traffic from task k to task j is bound by k's upload and j's download, like two machines on one
-switch. Without `netem`, links add no latency beyond the tbf queue (at most `_LATENCY`, 20 ms).
+switch. Without `netem`, links add no latency beyond the tbf queues (20 ms of the rate each, or
+the port buffer's bytes).
 
 How a task's upload queues what waits for the link (`host_queue`):
   fair  a queue per peer, served in turn (an htb of one class per peer under the tbf; htb serves
@@ -17,17 +18,20 @@ How a task's upload queues what waits for the link (`host_queue`):
         A host's NIC is fair among its flows: Linux's default fq_codel, and a multi-queue NIC
         that hashes flows to queues it serves in turn. So when a ps sends W workers their
         weights at once, they arrive together. Unlike fq_codel the queues drop by length, not
-        delay: 16 full queues at 100 Mbit/s are 320 ms deep, and a step's small RPCs wait
-        behind them (docs/results.md); this kernel has no codel module.
+        by delay (this kernel has no codel module).
   fifo  tbf's one queue: whichever TCP flow opened its window first keeps most of the link. A
         ps's pull then serves workers nearly in turn: lenet, 4 workers at 1 Gbit/s, one
         worker's weights came at 93 ms and the other three's at 204-221 ms (docs/results.md).
-A task's download (the switch port) is one FIFO queue either way, as a switch's port is.
-Where many senders meet one receiver (W workers pushing to a ps) that port drops packets
-(incast), and a sender whose loss only a timeout reveals idles for its retransmission timeout:
-at least 200 ms on Linux, where the round trip here is under 1 ms. `rto_min_ms` sets that floor
-for every task's routes (`ip route ... rto_min`), as data centres lower it against incast;
-`losses` counts the drops and the timeouts either way.
+A task's download (the switch port) is one FIFO queue either way, as a switch's port is, of
+20 ms of the rate unless `LinkOptions.port_buffer_bytes` sizes it as a switch's buffer is sized,
+in bytes. Where many senders meet one receiver (W workers pushing to a ps) that port overflows
+(incast): 16 workers into a 100 Mbit/s ps port of 250 KB (20 ms) ran 18% slower steps than the
+link allows, losing hundreds of packets a step; with 1.25 MB they ran within 4% of the
+model's step (docs/results.md). A sender whose loss only a timeout reveals idles for its retransmission
+timeout, at least 200 ms on Linux where a round trip here is under 1 ms;
+`LinkOptions.rto_min_ms` lowers that floor on every task's routes (`ip route ... rto_min`), as
+data centres do against incast (it did not help the job above). `losses` counts the drops and
+the timeouts either way.
 
 The bridge lives in a namespace of its own (the hub), not in the host's: nothing of a job touches
 the host's network (no interface, route or bridge-netfilter rule there), every job may use any
@@ -43,6 +47,7 @@ still holds a process lives on, unnamed, until that process exits.
 Imports no TensorFlow: the launcher, which imports none, uses it.
 """
 import contextlib
+import dataclasses
 import ipaddress
 import json
 import os
@@ -51,6 +56,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+from typing import Optional
 
 PREFIX = 'tfhp-'
 PORT = 2222  # Every task has its own address and port space, so one fixed port serves all.
@@ -86,11 +92,65 @@ _UNITS = dict([('', 1), ('bit', 1), ('bps', 8)] + [
     for power, (si, iec) in enumerate([('k', 'ki'), ('m', 'mi'), ('g', 'gi'), ('t', 'ti')], 1)
     for prefix, base in ((si, 1000), (iec, 1024))
     for unit, scale in (('bit', 1), ('bps', 8))])
+_SIZE_UNITS = {'': 1, 'b': 1, 'k': 1024, 'kb': 1024, 'm': 1024 ** 2, 'mb': 1024 ** 2}
+_SIZE = re.compile(r'^\s*(\d+(?:\.\d*)?)\s*([a-z]*)\s*$', re.IGNORECASE)
+# A 64 KiB GSO packet counts as its 45 frames and their headers (qdisc_pkt_len): a port that
+# cannot hold one drops it every time.
+MIN_PORT_BUFFER_BYTES = 70000
 _RATE = re.compile(r'^\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*([a-z]*)\s*$', re.IGNORECASE)
 
 
 class LinksUnavailable(ValueError):
     """This machine cannot emulate links; the message is one line naming what is missing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkOptions:
+    """How the emulated hosts and switch behave, beyond the rates (module doc).
+
+    Attributes:
+      host_queue: how each task's upload queues, one of HOST_QUEUES.
+      rto_min_ms: the least TCP retransmission timeout on every task's routes, whole
+        milliseconds; None: the kernel's, 200 ms.
+      port_buffer_bytes: each switch port's queue (a task's download), bytes; None: 20 ms of
+        the task's rate. At least one 64 KiB GSO packet and its headers.
+    Raises:
+      ValueError: a value that cannot work; the message names the attribute and the
+        launcher's flag for it.
+    """
+    host_queue: str = 'fair'
+    rto_min_ms: Optional[int] = None
+    port_buffer_bytes: Optional[int] = None
+
+    def __post_init__(self):
+        if self.host_queue not in HOST_QUEUES:
+            raise ValueError('host_queue (--link_queue) is %r; it must be one of %s'
+                             % (self.host_queue, ', '.join(HOST_QUEUES)))
+        if self.rto_min_ms is not None and not (isinstance(self.rto_min_ms, int)
+                                                and self.rto_min_ms >= 1):
+            raise ValueError('rto_min_ms (--link_rto_min_ms) is %r; it must be a whole number '
+                             'of milliseconds, at least 1 (None: the kernel\'s 200 ms)'
+                             % (self.rto_min_ms,))
+        if self.port_buffer_bytes is not None and self.port_buffer_bytes < MIN_PORT_BUFFER_BYTES:
+            raise ValueError('port_buffer_bytes (--link_port_buffer) is %r; a port must hold at '
+                             'least %d bytes (a 64 KiB GSO packet as its frames), or None for '
+                             '20 ms of the rate'
+                             % (self.port_buffer_bytes, MIN_PORT_BUFFER_BYTES))
+
+
+def parse_size(text):
+    """Bytes of a tc-style size: '1.25mb', '256kb', '300000' (tc(8), "SIZES": k, kb, m, mb are
+    powers of 1024 bytes; a bare number or b is bytes).
+
+    Raises:
+      ValueError: `text` is not such a size; the message names it.
+    """
+    match = _SIZE.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if unit not in _SIZE_UNITS or float(match.group(1)) <= 0:
+        raise ValueError('%r is not a size: use a positive number of bytes, or with k/kb or '
+                         'm/mb (KiB, MiB), e.g. 1.25mb' % (text,))
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
 def parse_rate(text):
@@ -123,12 +183,15 @@ def _must(argv):
     return result.stdout
 
 
-def _tbf(namespace, device, rate_bps, verb='add'):
+def _tbf(namespace, device, rate_bps, verb='add', limit_bytes=None):
+    """tc's command for a token bucket of the rate whose queue holds `limit_bytes`, or
+    `_LATENCY` of the rate (None)."""
     burst = max(_MIN_BURST_BYTES, int(rate_bps * _BURST_S / 8))
     # Handle 1: lets the fair queue attach under it (a change keeps the handle).
     handle = ['handle', '1:'] if verb == 'add' else []
+    bound = ['limit', str(limit_bytes)] if limit_bytes else ['latency', _LATENCY]
     return ['tc', '-n', namespace, 'qdisc', verb, 'dev', device, 'root'] + handle + [
-        'tbf', 'rate', '%dbit' % rate_bps, 'burst', str(burst), 'latency', _LATENCY]
+        'tbf', 'rate', '%dbit' % rate_bps, 'burst', str(burst)] + bound
 
 
 def _fair_queue(namespace, device, rate_bps, peer_ips):
@@ -320,8 +383,7 @@ class EmulatedNetwork:
       name: the job's tag, <prefix><pid>-<4 hex>; every namespace of the job starts with it.
     """
 
-    def __init__(self, tasks, rate_bps, task_rates_bps=None, prefix=PREFIX, host_queue='fair',
-                 rto_min_ms=None):
+    def __init__(self, tasks, rate_bps, task_rates_bps=None, prefix=PREFIX, options=None):
         """Creates the network; on any failure removes what it created and raises.
 
         Args:
@@ -331,24 +393,15 @@ class EmulatedNetwork:
           task_rates_bps: {(job, index): bits per second} for tasks whose link differs
             (e.g. the ps tasks').
           prefix: start of every namespace name; `cleanup_stale` matches on it.
-          host_queue: how each task's upload queues, one of HOST_QUEUES (module doc).
-          rto_min_ms: the least TCP retransmission timeout on every task's routes (whole
-            milliseconds, at least 1); None: the kernel's, 200 ms (module doc).
+          options: `LinkOptions` (None: the defaults).
         Raises:
           ValueError: a rate below MIN_RATE_BPS or for a task not in `tasks`, a task given
-            twice, over 253 tasks, or an rto_min_ms below 1.
+            twice, or over 253 tasks.
           RuntimeError: an ip or tc command failed (its message says which).
         """
         self.tasks = [tuple(t) for t in tasks]
         task_rates_bps = task_rates_bps or {}
-        if host_queue not in HOST_QUEUES:
-            raise ValueError('host_queue is %r; it must be one of %s' % (host_queue,
-                                                                        ', '.join(HOST_QUEUES)))
-        self.host_queue = host_queue
-        if rto_min_ms is not None and not (isinstance(rto_min_ms, int) and rto_min_ms >= 1):
-            raise ValueError('rto_min_ms is %r; it must be a whole number of milliseconds, at '
-                             'least 1 (None: the kernel\'s 200 ms)' % (rto_min_ms,))
-        self.rto_min_ms = rto_min_ms
+        self.options = options or LinkOptions()
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError('tasks must be distinct: %s' % (self.tasks,))
         if set(task_rates_bps) - set(self.tasks):
@@ -390,17 +443,18 @@ class EmulatedNetwork:
             _must(['ip', '-n', namespace, 'addr', 'add', '%s/%d' % (self._ips[task], prefixlen),
                    'dev', 'eth0'])
             _must(['ip', '-n', namespace, 'link', 'set', 'eth0', 'up'])
-            if self.rto_min_ms:
+            if self.options.rto_min_ms:
                 # The subnet's route, as the address made it, with the timeout's floor added.
                 route = _must(['ip', '-n', namespace, 'route', 'show', 'dev', 'eth0']).split()
                 _must(['ip', '-n', namespace, 'route', 'replace'] + route + [
-                    'dev', 'eth0', 'rto_min', '%dms' % self.rto_min_ms])
+                    'dev', 'eth0', 'rto_min', '%dms' % self.options.rto_min_ms])
             _must(_tbf(namespace, 'eth0', rates[task]))  # the task's upload
-            if self.host_queue == 'fair':
+            if self.options.host_queue == 'fair':
                 peers = [self._ips[t] for t in self.tasks if t != task]
                 for argv in _fair_queue(namespace, 'eth0', rates[task], peers):
                     _must(argv)
-            _must(_tbf(hub, port, rates[task]))  # the task's download
+            _must(_tbf(hub, port, rates[task],  # the task's download
+                       limit_bytes=self.options.port_buffer_bytes))
 
     def rate_bps(self, task):
         """The task's link rate, bits per second (each way)."""
@@ -435,8 +489,9 @@ class EmulatedNetwork:
         if rate_bps < MIN_RATE_BPS:
             raise ValueError('the link of %s %d cannot be %g bit/s; emulated links need at '
                              'least %g (1mbit)' % (task + (rate_bps, MIN_RATE_BPS)))
-        for namespace, device in ((self.namespace(task), 'eth0'), (self._hub, self._ports[task])):
-            _must(_tbf(namespace, device, rate_bps, 'change'))
+        _must(_tbf(self.namespace(task), 'eth0', rate_bps, 'change'))
+        _must(_tbf(self._hub, self._ports[task], rate_bps, 'change',
+                   self.options.port_buffer_bytes))
         self._rates[task] = rate_bps
 
     def interface_counters(self, task):
@@ -452,7 +507,7 @@ class EmulatedNetwork:
     def sent_bytes_by_peer(self, task):
         """{peer task: bytes the task's upload passed to it}, from the fair queue's classes
         (whole frames, as `shaped_bytes` counts them); None with host_queue 'fifo'."""
-        if self.host_queue != 'fair':
+        if self.options.host_queue != 'fair':
             return None
         out = _must(['tc', '-n', self.namespace(task), '-s', '-j', 'qdisc', 'show', 'dev',
                      'eth0'])

@@ -11,7 +11,7 @@ from tfhp.launcher import plan
 from tfhp.launcher import supervisor
 
 
-def _network(tasks, link_bandwidth, ps_link_bandwidth, host_queue, rto_min_ms):
+def _network(tasks, link_bandwidth, ps_link_bandwidth, link_options):
     """The emulated network of the link rates, or None; ValueError names what cannot work."""
     if not link_bandwidth:
         return None
@@ -20,12 +20,12 @@ def _network(tasks, link_bandwidth, ps_link_bandwidth, host_queue, rto_min_ms):
     links.check_available()
     links.cleanup_stale()  # namespaces of launchers that were killed
     return links.EmulatedNetwork(tasks, rate, {t: ps_rate for t in tasks if t[0] == 'ps'},
-                                 host_queue=host_queue, rto_min_ms=rto_min_ms)
+                                 options=link_options)
 
 
 def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
                controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None,
-               lean_malloc=True, injector=None, host_queue='fair', rto_min_ms=None):
+               lean_malloc=True, injector=None, link_options=None):
     """Runs a whole job on this machine and returns its summary (`cluster_summary`).
 
     Args:
@@ -36,8 +36,8 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       link_bandwidth: None (loopback), or a tc rate ('1gbit'): every task gets a network
         namespace and a NIC of that rate (`tfhp.launcher.links`), removed when the job ends.
       ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
-      host_queue: how each task's upload queues on links (`links.HOST_QUEUES`).
-      rto_min_ms: on links, the tasks' least TCP retransmission timeout (None: the kernel's).
+      link_options: on links, how the hosts and the switch behave (`links.LinkOptions`;
+        None: its defaults).
       out: where task output goes (default: sys.stdout).
       lean_malloc: the tasks run with `plan.LEAN_MALLOC` (False: glibc's defaults).
       injector: a `faults.Injector` that gets the tasks and network once they started, and
@@ -57,8 +57,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
     network = None
     try:
         with links.exit_on_sigterm():
-            network = _network(tasks, link_bandwidth, ps_link_bandwidth, host_queue,
-                               rto_min_ms)
+            network = _network(tasks, link_bandwidth, ps_link_bandwidth, link_options)
             hosts = network and {job: network.hosts(job) for job in {j for j, _ in tasks}}
             commands = plan.task_commands(num_ps, num_workers, tfhp_args, result_dir,
                                      controller=controller, hosts=hosts)
