@@ -140,6 +140,12 @@ def _print_summary(summary):
                   report['host_queue'], '%d bytes' % report['port_buffer_bytes']
                   if report['port_buffer_bytes'] else '20 ms of the rate', report['tcp'],
                   '%d ms' % report['rto_min_ms'] if report['rto_min_ms'] else '200 ms'))
+    if summary.get('links', {}).get('incast'):
+        cause = summary['links']['incast']
+        print('[launch] incast: %s\'s switch port dropped %d packets, and TCP timed out %.1f '
+              'times a global step; deepen the ports (--link_port_buffer=1.25mb: 16 workers at '
+              '100 Mbit/s then ran within 5%% of the step model)'
+              % (cause['task'], cause['dropped'], cause['tcp_timeouts_per_step']))
     if summary.get('links', {}).get('global_step_ms'):
         print('[launch] global step %.2f ms; the links take at least %.2f ms of it'
               % (summary['links']['global_step_ms'], summary['links']['comm_bound_ms']))

@@ -122,6 +122,22 @@ def test_the_startup_breakdown_counts_each_phase_from_the_one_before():
         {'import': 3.0, 'graph': 3.5, 'session': 0.5, 'first_step': 2.0})
 
 
+def _losses(dropped_received=0, tcp_timeouts=0):
+    return {'dropped_sent': 0, 'dropped_received': dropped_received, 'tcp_retransmits': 0,
+            'tcp_timeouts': tcp_timeouts}
+
+
+def test_incast_names_the_port_that_dropped_most_once_timeouts_reach_one_a_step():
+    report = {'ps 0': _losses(dropped_received=19091, tcp_timeouts=11),
+              'worker 0': _losses(dropped_received=3, tcp_timeouts=14),
+              'worker 1': _losses(tcp_timeouts=14)}
+    assert figures.incast(report, global_steps=25) == {
+        'task': 'ps 0', 'dropped': 19091, 'tcp_timeouts_per_step': 39 / 25}
+    assert figures.incast(report, global_steps=40) is None  # fewer than one a step
+    assert figures.incast({'ps 0': _losses(tcp_timeouts=50)}, global_steps=25) is None  # no drop
+    assert figures.incast(report, global_steps=0) is None
+
+
 def test_a_flag_is_read_in_either_form_the_last_one_winning():
     args = ['--train_dir=/a', '--num_batches', '20', '--train_dir=/b', '--bare']
     assert plan.flag_value(args, 'train_dir') == '/b'

@@ -106,6 +106,22 @@ def cluster_summary(results, launch_times):
     return summary
 
 
+def incast(report, global_steps):
+    """Where many senders overflowed one switch port, from a link report's tasks: {'task': the
+    task whose port dropped most, 'dropped': its drops, 'tcp_timeouts_per_step': the job's
+    timeouts per global step}, when the job's TCP timed out at least once a global step (each
+    idles a flow for its timeout: a step's worth of loss the bounds do not count); else None.
+    """
+    timeouts = sum(e['tcp_timeouts'] for e in report.values())
+    if not report or not global_steps or timeouts < global_steps:
+        return None
+    worst = max(report, key=lambda name: report[name]['dropped_received'])
+    if not report[worst]['dropped_received']:
+        return None
+    return {'task': worst, 'dropped': report[worst]['dropped_received'],
+            'tcp_timeouts_per_step': timeouts / global_steps}
+
+
 def link_report(network, tasks, results):
     """Per task: its NIC's rate, the bytes on its link each way (per step of its own: a ps
     task's are the job's global steps), and the least time per global step they take at that
@@ -114,7 +130,9 @@ def link_report(network, tasks, results):
     The bytes include start-up (variable initialisation, session set-up), so over few steps the
     per-step figures are high. Each task's entry also holds its losses (`links.losses`: drops
     at its queues, its TCP's retransmissions and timeouts), and the job's `tcp_timeouts` sums
-    them: a timeout stalls a flow for 200 ms or more, which no bound here counts.
+    them: a timeout stalls a flow for 200 ms or more, which no bound here counts. `incast`
+    names the task whose switch port dropped most when the job timed out at least once a
+    global step (`incast`).
     """
     chief = results.get(('worker', 0), {})
     global_steps = chief.get('global_step', 0) - chief.get('start_global_step', 0)
@@ -137,4 +155,5 @@ def link_report(network, tasks, results):
     return {'tasks': report, 'comm_bound_ms': max(bounds) if bounds else None,
             'global_step_ms': 1000.0 / rate if rate else None,
             'tcp_timeouts': sum(e['tcp_timeouts'] for e in report.values()),
+            'incast': incast(report, global_steps),
             'tcp': links.congestion_control(), **dataclasses.asdict(network.options)}
