@@ -169,7 +169,9 @@ def plot(records, path):
         if r.get('rto_min_ms'):
             label += ', RTO floor %d ms' % r['rto_min_ms']
         if r.get('port_buffer_bytes'):
-            label += ', ports of %.2f MB' % (r['port_buffer_bytes'] / 1e6)
+            label += ', %.3g MiB ports' % (r['port_buffer_bytes'] / 2 ** 20)
+        elif 'port_buffer_bytes' in r:  # recorded since the option exists: the default
+            label += ', 20 ms ports'
         measured, predicted = series.setdefault(label, ([], []))
         measured.append(r['global_step_ms'])
         predicted.append(r['predicted_ms']['median'])
@@ -178,7 +180,7 @@ def plot(records, path):
         plots.predicted_vs_measured(
             out, [(label, m, p) for label, (m, p) in series.items()],
             title='The step model against emulated jobs (global step, median [min-max])',
-            caption=' / '.join(captions) or None)
+            caption=provenance.join(captions) or None)
         print('Wrote %s' % out)
 
 

@@ -109,6 +109,10 @@ def test_the_caption_names_machine_date_and_commit(tmp_path):
     assert provenance.caption('2026-11-22', 'Xeon, 8 cores, Linux x86_64', 'abc1234') == (
         'Xeon, 8 cores, Linux x86_64; 2026-11-22; commit abc1234')
     assert provenance.caption('2026-11-22', 'm', '') == 'm; 2026-11-22'  # no commit known
+    # Runs of one machine and date share their caption; their commits are listed.
+    assert provenance.join(['m; 2026-11-26; commit abc', 'm; 2026-11-26; commit def (again)',
+                            'n; 2026-11-27; commit abc', 'm; 2026-11-26; commit abc', 'o; d']) == (
+        'm; 2026-11-26; commits abc, def (again) / n; 2026-11-27; commit abc / o; d')
     cpuinfo = tmp_path / 'cpuinfo'
     cpuinfo.write_text('processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n')
     assert provenance.cpu_model(str(cpuinfo)) == 'Intel(R) Xeon(R) CPU @ 2.20GHz'

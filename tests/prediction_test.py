@@ -183,7 +183,8 @@ def test_the_validation_plot_draws_predicted_against_measured(tmp_path):
                for rate in ('300mbit', '1gbit') for w, ms in ((1, 210.0), (4, 300.0))]
     records[0].update(caption='machine A; 2026-11-26; commit abc')
     records[1].update(link_queue='fair', caption='machine A; later')
-    records[2].update(link_queue='fair', rto_min_ms=10)
+    records[2].update(link_queue='fair', rto_min_ms=10, port_buffer_bytes=None)
+    records[3].update(link_queue='fair', port_buffer_bytes=1310720)
     path = str(tmp_path / 'validation.png')
     emulated_cluster.plot(records, path)
     with open(path, 'rb') as f:
@@ -192,7 +193,8 @@ def test_the_validation_plot_draws_predicted_against_measured(tmp_path):
     # Records without a queue ran before the fair queue: FIFO; a floor on TCP's timeout is
     # named. Each distinct caption is drawn.
     for text in ('resnet20, 300mbit, FIFO queues', 'resnet20, 300mbit', 'commit abc', 'later',
-                 'resnet20, 1gbit, RTO floor 10 ms'):
+                 'resnet20, 1gbit, RTO floor 10 ms, 20 ms ports',
+                 'resnet20, 1gbit, 1.25 MiB ports'):
         assert text in svg
     # --replot draws the same from the records written to a file (other studies' are skipped).
     written = tmp_path / 'records.jsonl'

@@ -131,8 +131,9 @@ def _print_summary(summary):
                 link['comm_bound_ms'])) if 'comm_bound_ms' in link else 'no step'))
         if link.get('tcp_timeouts') or link.get('dropped_received') or link.get('dropped_sent'):
             print('[launch] %s link lost: %d packets dropped sending, %d dropped before it '
-                  'received them; TCP resent %d segments, %d after a timeout' % (name, link['dropped_sent'], link['dropped_received'],
-                             link['tcp_retransmits'], link['tcp_timeouts']))
+                  'received them; TCP resent %d segments, %d after a timeout'
+                  % (name, link['dropped_sent'], link['dropped_received'],
+                     link['tcp_retransmits'], link['tcp_timeouts']))
     if 'links' in summary:
         report = summary['links']
         print('[launch] links: %s queue per task\'s NIC, switch ports of %s, TCP %s with a '

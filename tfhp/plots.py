@@ -27,6 +27,7 @@ import functools
 import io
 import math
 import statistics
+import textwrap
 
 INSTALL_HINT = "--plot needs matplotlib, which is not installed: pip install -e '.[plots]'"
 DPI = 150  # a PNG's resolution; vector formats ignore it
@@ -114,8 +115,10 @@ def _save(figure, path, dpi, caption, legend=None):
             figure.canvas.draw()  # the legend's size is known once it is drawn
             bottom = legend.get_window_extent().transformed(
                 figure.transFigure.inverted()).y0
-        figure.text(0.5, bottom - 0.01, caption, ha='center', va='top', fontsize=7,
-                    color='dimgrey')
+        # Wrapped to the figure's width (about 17 characters an inch at 7 points), so that a
+        # long caption does not widen the saved area and shrink the drawing.
+        figure.text(0.5, bottom - 0.01, textwrap.fill(caption, int(17 * figure.get_figwidth())),
+                    ha='center', va='top', fontsize=7, color='dimgrey')
     kind = output_format(path)
     options = dict(bbox_inches='tight', pad_inches=0.05)
     if kind in VECTOR_FORMATS:
@@ -437,8 +440,10 @@ def predicted_vs_measured(path, series, band=0.10, unit='ms', title=None, dpi=DP
     from matplotlib import ticker  # pylint: disable=g-import-not-at-top
     ax.set_xscale('log')
     ax.set_yscale('log')
+    # 1-2-5 ticks over up to 2.5 decades; over more their labels would run into each other.
+    subs = (1.0, 2.0, 5.0) if high / low < 10 ** 2.5 else (1.0,)
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
         axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: '%g' % v))
         axis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlim(low, high)

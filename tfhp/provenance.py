@@ -58,3 +58,17 @@ def caption(date=None, machine_text=None, commit_text=None):
     if commit_text:
         parts.append('commit %s' % commit_text)
     return '; '.join(parts)
+
+
+def join(captions):
+    """One line for the captions of several runs: those of one machine and date share it, their
+    commits listed ('m; 2026-11-26; commits abc, def'), and different ones are kept apart by
+    ' / '."""
+    commits = {}
+    for text in captions:
+        head, _, rest = text.partition('; commit ')
+        commits.setdefault(head, [])
+        if rest and rest not in commits[head]:
+            commits[head].append(rest)
+    return ' / '.join('%s; commit%s %s' % (head, 's' if len(c) > 1 else '', ', '.join(c))
+                      if c else head for head, c in commits.items())

@@ -216,8 +216,9 @@ def test_losses_count_the_drops_where_two_senders_meet_one_receiver(links_availa
 def _port_limit_bytes(network, task):
     """The bytes the task's switch port may queue: tc shows the tbf's bound as a latency at
     its rate, after its bucket."""
-    out = subprocess.run(['tc', '-n', network._hub, '-j', 'qdisc', 'show', 'dev',  # pylint: disable=protected-access
-                          network._ports[task]], capture_output=True, text=True, check=True)  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    out = subprocess.run(['tc', '-n', network._hub, '-j', 'qdisc', 'show', 'dev',
+                          network._ports[task]], capture_output=True, text=True, check=True)
     options = json.loads(out.stdout)[0]['options']
     return options['lat'] * 1e-6 * options['rate'] + options['burst']
 

@@ -25,9 +25,9 @@ How a task's upload queues what waits for the link (`host_queue`):
 A task's download (the switch port) is one FIFO queue either way, as a switch's port is, of
 20 ms of the rate unless `LinkOptions.port_buffer_bytes` sizes it as a switch's buffer is sized,
 in bytes. Where many senders meet one receiver (W workers pushing to a ps) that port overflows
-(incast): 16 workers into a 100 Mbit/s ps port of 250 KB (20 ms) ran 18% slower steps than the
-link allows, losing hundreds of packets a step; with 1.25 MB they ran within 4% of the
-model's step (docs/results.md). A sender whose loss only a timeout reveals idles for its retransmission
+(incast): 16 workers pushing into a 100 Mbit/s ps port of 250 KB (20 ms) ran steps 23% longer
+than the step model's, losing hundreds of packets a step; with 1.25 MB, within 5% of it
+(docs/results.md). A sender whose loss only a timeout reveals idles for its retransmission
 timeout, at least 200 ms on Linux where a round trip here is under 1 ms;
 `LinkOptions.rto_min_ms` lowers that floor on every task's routes (`ip route ... rto_min`), as
 data centres do against incast (it did not help the job above). `losses` counts the drops and
