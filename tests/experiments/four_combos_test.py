@@ -40,7 +40,10 @@ def test_in_graph_sync_repeats_with_their_seeds_and_async(shapes_dir, tmp_path, 
     assert sync['label'] == 'in_graph_sync' and sync['repeats'] == 2
     assert sync['global_steps'] == 100   # equal in both repeats
 
-    asynchronous = convergence.run_combo('in_graph_async', OPTIONS, shapes_dir, str(tmp_path))
+    # Half the rate, as the between-graph async test below: in one full suite run the two
+    # replicas' stale updates at 0.05 reached 0.48 at 100 steps and fell to 0.20 at 200.
+    asynchronous = convergence.run_combo('in_graph_async', dataclasses.replace(
+        OPTIONS, learning_rate=0.025), shapes_dir, str(tmp_path))
     _check_training(asynchronous)
     assert asynchronous['global_steps'] == asynchronous['staleness_count'] == 200
     assert asynchronous['staleness_max'] >= 1 and asynchronous['staleness_mean'] > 0
