@@ -25,8 +25,9 @@ LAYERS = [
     # Primitives: graph pieces and values that know no strategy.
     ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
      'tfhp.results', 'tfhp.emulation'),
-    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling', 'tfhp.prediction'),
-    ('tfhp.data', 'tfhp.step'),
+    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling'),
+    # prediction: the step model loads each ps as the replication's placement does.
+    ('tfhp.data', 'tfhp.step', 'tfhp.prediction'),
     ('tfhp.config', 'tfhp.async_runner'),
     ('tfhp.devices', 'tfhp.optimizers', 'tfhp.loops', 'tfhp.launcher'),
     ('tfhp.evaluation',),
