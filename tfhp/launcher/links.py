@@ -138,6 +138,16 @@ class LinkOptions:
                              % (self.port_buffer_bytes, MIN_PORT_BUFFER_BYTES))
 
 
+def _quantity(text, pattern, units, what, hint):
+    """The number of `text` times its unit's scale in `units` (any case); ValueError '<text> is
+    not <what>: <hint>' where `text` is no positive number with one of those units."""
+    match = pattern.match(str(text))
+    unit = match.group(2).lower() if match else None
+    if unit not in units or float(match.group(1)) <= 0:
+        raise ValueError('%r is not %s: %s' % (text, what, hint))
+    return float(match.group(1)) * units[unit]
+
+
 def parse_size(text):
     """Bytes of a tc-style size: '1.25mb', '256kb', '300000' (tc(8), "SIZES": k, kb, m, mb are
     powers of 1024 bytes; a bare number or b is bytes).
@@ -145,12 +155,8 @@ def parse_size(text):
     Raises:
       ValueError: `text` is not such a size; the message names it.
     """
-    match = _SIZE.match(str(text))
-    unit = match.group(2).lower() if match else None
-    if unit not in _SIZE_UNITS or float(match.group(1)) <= 0:
-        raise ValueError('%r is not a size: use a positive number of bytes, or with k/kb or '
-                         'm/mb (KiB, MiB), e.g. 1.25mb' % (text,))
-    return int(float(match.group(1)) * _SIZE_UNITS[unit])
+    return int(_quantity(text, _SIZE, _SIZE_UNITS, 'a size', 'use a positive number of bytes, '
+                         'or with k/kb or m/mb (KiB, MiB), e.g. 1.25mb'))
 
 
 def parse_rate(text):
@@ -163,12 +169,8 @@ def parse_rate(text):
     Raises:
       ValueError: `text` is not such a rate; the message names it.
     """
-    match = _RATE.match(str(text))
-    unit = match.group(2).lower() if match else None
-    if unit not in _UNITS or float(match.group(1)) <= 0:
-        raise ValueError('%r is not a rate: use a positive number and a tc unit, e.g. 200mbit, '
-                         '1gbit, 500kbit, or 100mbps for megabytes per second' % (text,))
-    return float(match.group(1)) * _UNITS[unit]
+    return _quantity(text, _RATE, _UNITS, 'a rate', 'use a positive number and a tc unit, '
+                     'e.g. 200mbit, 1gbit, 500kbit, or 100mbps for megabytes per second')
 
 
 def _run(argv):
