@@ -108,9 +108,10 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
         '--display_every=1000', '--peer_timeout_s=%d' % FLAGS.peer_timeout_s]
     if _partition_min_bytes(update, ps):
         args.append('--partition_min_bytes=%d' % _partition_min_bytes(update, ps))
+    options = link_options()
     outcome = common.run_cluster(ps if modes.strategy(update).uses_ps else 0, workers, args,
                                  link_bandwidth=rate, timeout_s=FLAGS.job_timeout_s,
-                                 link_options=link_options())
+                                 link_options=options)
     if outcome.error:
         raise RuntimeError('W=%d K=%d %s: %s' % (workers, ps, rate, outcome.error))
     figures = common.cluster_figures(outcome.summary)
@@ -118,9 +119,8 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
     busy = outcome.summary['cpu']['busy_timed']
     waited_ms = worst_compute_ms(outcome.results, profile)
     return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
-            'link_queue': FLAGS.link_queue, 'rto_min_ms': FLAGS.link_rto_min_ms,
-            'port_buffer_bytes': link_options().port_buffer_bytes,
-            'caption': caption,
+            'link_queue': options.host_queue, 'rto_min_ms': options.rto_min_ms,
+            'port_buffer_bytes': options.port_buffer_bytes, 'caption': caption,
             'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
             'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
             'comm_share': 1.0 - 1000.0 * profile.compute_s / step_ms, 'cpu_busy': busy,

@@ -130,9 +130,9 @@ def link_report(network, tasks, results):
     The bytes include start-up (variable initialisation, session set-up), so over few steps the
     per-step figures are high. Each task's entry also holds its losses (`links.losses`: drops
     at its queues, its TCP's retransmissions and timeouts), and the job's `tcp_timeouts` sums
-    them: a timeout stalls a flow for 200 ms or more, which no bound here counts. `incast`
-    names the task whose switch port dropped most when the job timed out at least once a
-    global step (`incast`).
+    them: a timeout stalls a flow for 200 ms or more (Linux's floor, unless the links lower
+    it), which no bound here counts. `incast` names the task whose switch port dropped most,
+    when the job timed out at least once a global step.
     """
     chief = results.get(('worker', 0), {})
     global_steps = chief.get('global_step', 0) - chief.get('start_global_step', 0)
