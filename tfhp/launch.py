@@ -129,7 +129,8 @@ def _print_summary(summary):
             '%.2f MB sent, %.2f MB received per step, >= %.2f ms of a global step' % (
                 link['bytes_sent_per_step'] / 1e6, link['bytes_received_per_step'] / 1e6,
                 link['comm_bound_ms'])) if 'comm_bound_ms' in link else 'no step'))
-        if link.get('tcp_timeouts') or link.get('dropped_received') or link.get('dropped_sent'):
+        if any(link.get(k) for k in ('dropped_sent', 'dropped_received', 'tcp_retransmits',
+                                     'tcp_timeouts')):
             print('[launch] %s link lost: %d packets dropped sending, %d dropped before it '
                   'received them; TCP resent %d segments, %d after a timeout'
                   % (name, link['dropped_sent'], link['dropped_received'],

@@ -49,7 +49,8 @@ def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, 
     # Each task's losses are counted (links_test makes some happen); the job sums the timeouts,
     # and the launcher prints a line for each task that lost something.
     lossy = [t for t in report['tasks'].values()
-             if t['dropped_sent'] or t['dropped_received'] or t['tcp_timeouts']]
+             if t['dropped_sent'] or t['dropped_received'] or t['tcp_retransmits']
+             or t['tcp_timeouts']]
     assert report['tcp_timeouts'] == sum(t['tcp_timeouts'] for t in report['tasks'].values())
     assert output.count(' link lost: ') == len(lossy)
 
