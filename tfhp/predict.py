@@ -4,8 +4,9 @@ time, images/sec and scaling efficiency for each setting, from the step model
 
 The profile gives each layer's compute and gradient bytes (`python -m tfhp.calibrate`); the
 rates are NIC rates in tc's units, the payload each carries (the goodput the link check
-measures: 956mbit on a 1 Gbit/s link of 1514-byte frames); --protocol_ms is the measured step of a null_scalar job of
-the same tasks (the protocol's floor; 0 leaves it out). Prints a table and one JSON line per
+measures: 956mbit on a 1 Gbit/s link of 1514-byte frames); --protocol_ms is the measured step
+of a null_scalar job of the same tasks (the protocol's floor; 0 leaves it out); each ps task
+holds the gradient bytes the job's placement gives it (--partition_min_bytes as the job's). Prints a table and one JSON line per
 setting; --plot draws images/sec against workers, a line per (ps, rate), with linear scaling.
 """
 import json
