@@ -246,23 +246,27 @@ class SyncReplicas(base.PlacementDelegate):
         """Each gradient applied to its accumulator, tagged step_read, after `count`; returns
         the apply ops in the order of grads_and_vars.
 
-        All at once, or (pipelined) one at a time, last variable first (the order backprop
-        makes them), so each arrives early enough for its pull to overlap the next pushes: sent
-        all at once they would share the link and all arrive at the end."""
+        All at once, or (pipelined) one at a time to each ps task, last variable first (the
+        order backprop makes them), so each arrives early enough for its pull to overlap the
+        next pushes: sent all at once they would share the link and all arrive at the end.
+        Each ps task has a chain of its own: one chain over every task left all but one ps NIC
+        idle at any moment (null_dense, 2 workers, 2 ps, 1 Gbit/s: 1.94 times the duplex
+        bound with one chain, 1.18-1.25 with a chain per task)."""
         applies = [None] * len(grads_and_vars)
-        previous = count
+        previous = {}  # ps device -> the last apply sent to it
         order = range(len(grads_and_vars))
         for i in reversed(order) if self._per_variable else order:
             grad, var = grads_and_vars[i]
+            gate = previous.get(var.device, count)
             if self._per_variable:
                 # Gated where it is sent from: the ps receives a tensor as soon as the worker
                 # makes it, whatever waits for it on the ps.
-                with tf.device(self._worker_device), tf.control_dependencies([previous]):
+                with tf.device(self._worker_device), tf.control_dependencies([gate]):
                     grad = base.map_values(grad, tf.identity)
-            with tf.device(var.device), tf.control_dependencies([previous]):
+            with tf.device(var.device), tf.control_dependencies([gate]):
                 applies[i] = _apply(accumulators[i], grad, var, step_read, self._compressor)
             if self._per_variable:
-                previous = applies[i]
+                previous[var.device] = applies[i]
         return applies
 
     def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens):

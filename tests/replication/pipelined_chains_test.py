@@ -1,0 +1,40 @@
+"""The pipelined push-pull sends one chunk at a time to each ps task, each task on a chain of
+its own: a chunk waits for the last one sent to the same task, never for another task's."""
+import tensorflow.compat.v1 as tf
+
+from tfhp.replication import sync_replicas
+
+WORKER = '/job:worker/task:0/device:CPU:0'
+PS = ['/job:ps/task:%d/device:CPU:0' % k for k in range(2)]
+
+
+def _gates():
+    """{variable index: the variable index whose apply its send waits for, or None}, for four
+    variables placed on ps 0, 1, 0, 1."""
+    with tf.Graph().as_default():
+        global_step = tf.train.get_or_create_global_step()
+        variables = []
+        for i in range(4):
+            with tf.device(PS[i % 2]):
+                variables.append(tf.Variable(tf.zeros([3]), name='v%d' % i))
+        with tf.device(WORKER):
+            grads = [tf.ones([3]) * (i + 1) for i in range(4)]
+        sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True)
+        sync.apply_worker_gradients(list(zip(grads, variables)),
+                                    lambda: tf.train.GradientDescentOptimizer(1.0), global_step)
+        applies = {}
+        for op in tf.get_default_graph().get_operations():
+            if op.type == 'ResourceAccumulatorApplyGradient':
+                sent = op.inputs[2].op  # the identity on the worker that gates the send
+                applies[op] = (grads.index(sent.inputs[0]), sent)
+        gates = {}
+        for var, sent in applies.values():
+            waited = [applies[c][0] for c in sent.control_inputs if c in applies]
+            assert sent.device == WORKER and len(waited) <= 1
+            gates[var] = waited[0] if waited else None
+        return gates
+
+
+def test_each_ps_task_has_its_own_chain_last_variable_first():
+    # Backward order: 3 then 1 go first to ps 1, 2 then 0 to ps 0; nothing waits across tasks.
+    assert _gates() == {3: None, 2: None, 1: 3, 0: 2}
