@@ -36,6 +36,7 @@ from absl import flags
 
 from experiments import common
 from experiments import frame
+from experiments import link_flags
 from tfhp import modes
 from tfhp import plots
 from tfhp import provenance
@@ -83,18 +84,13 @@ def protocol_floor_s(workers):
     return 1.0 / common.cluster_figures(outcome.summary)['global_steps_per_sec']
 
 
-def link_options():
-    """The jobs' `links.LinkOptions`, from the flags."""
-    return links.LinkOptions(host_queue=FLAGS.link_queue, rto_min_ms=FLAGS.link_rto_min_ms,
-                             port_buffer_bytes=(links.parse_size(FLAGS.link_port_buffer)
-                                                if FLAGS.link_port_buffer else None))
-
-
-def goodput_bps(rate, probes=3):
+def goodput_bps(rate, probes=3, options=None):
     """The payload bits per second one TCP stream carries between two tasks on emulated links
-    of `rate` (`link_probe.measure`): the median of `probes` probes, since one probe taken
-    just after the floor jobs once read 87.4% of the rate where every other read 95.6%."""
-    with links.EmulatedNetwork([('ps', 0), ('worker', 0)], links.parse_rate(rate)) as network:
+    of `rate` that behave as `options` says (`link_probe.measure`): the median of `probes`
+    probes, since one probe taken just after the floor jobs once read 87.4% of the rate where
+    every other read 95.6%."""
+    with links.EmulatedNetwork([('ps', 0), ('worker', 0)], links.parse_rate(rate),
+                               options=options) as network:
         return statistics.median(link_probe.measure(network, ('worker', 0), ('ps', 0)).goodput_bps
                                  for _ in range(probes))
 
@@ -108,7 +104,7 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
         '--display_every=1000', '--peer_timeout_s=%d' % FLAGS.peer_timeout_s]
     if _partition_min_bytes(update, ps):
         args.append('--partition_min_bytes=%d' % _partition_min_bytes(update, ps))
-    options = link_options()
+    options = link_flags.options()
     outcome = common.run_cluster(ps if modes.strategy(update).uses_ps else 0, workers, args,
                                  link_bandwidth=rate, timeout_s=FLAGS.job_timeout_s,
                                  link_options=options)
@@ -119,8 +115,7 @@ def measure(path, profile, floors, goodputs, workers, ps, rate, seed, caption):
     busy = outcome.summary['cpu']['busy_timed']
     waited_ms = worst_compute_ms(outcome.results, profile)
     return {'study': 'emulated_cluster', 'model': profile.model, 'update': update,
-            'link_queue': options.host_queue, 'rto_min_ms': options.rto_min_ms,
-            'port_buffer_bytes': options.port_buffer_bytes, 'caption': caption,
+            **link_flags.record(options), 'caption': caption,
             'workers': workers, 'ps': ps, 'rate': rate, 'seed': seed,
             'global_step_ms': step_ms, 'images_per_sec': figures['images_per_sec'],
             'comm_share': 1.0 - 1000.0 * profile.compute_s / step_ms, 'cpu_busy': busy,
@@ -172,6 +167,8 @@ def plot(records, path):
             label += ', %.3g MiB ports' % (r['port_buffer_bytes'] / 2 ** 20)
         elif 'port_buffer_bytes' in r:  # recorded since the option exists: the default
             label += ', 20 ms ports'
+        if r.get('congestion_control'):
+            label += ', ' + r['congestion_control']
         measured, predicted = series.setdefault(label, ([], []))
         measured.append(r['global_step_ms'])
         predicted.append(r['predicted_ms']['median'])
@@ -209,7 +206,7 @@ def study():
     caption = provenance.caption()  # the commit that ran, not the one at the end
     profiles = [(path, profile_lib.load(path)) for path in FLAGS.profile]
     floors = {int(w): protocol_floor_s(int(w)) for w in FLAGS.workers}
-    goodputs = {rate: goodput_bps(rate) for rate in FLAGS.rates}
+    goodputs = {rate: goodput_bps(rate, options=link_flags.options()) for rate in FLAGS.rates}
     rows = [functools.partial(measure, path, profile, floors, goodputs, int(w), int(k), rate,
                               caption=caption)
             for path, profile in profiles
@@ -236,12 +233,7 @@ if __name__ == '__main__':
     flags.DEFINE_list('ps', ['1', '2', '3'], 'ps task counts.')
     flags.DEFINE_list('rates', ['500mbit'], 'NIC rates (tc units).')
     flags.DEFINE_string('variable_update', modes.DEFAULT_STRATEGY, 'The strategy of every job.')
-    flags.DEFINE_enum('link_queue', 'fair', links.HOST_QUEUES, 'How each task\'s NIC queues '
-                      'what it sends (tfhp.launcher.links).')
-    flags.DEFINE_integer('link_rto_min_ms', None, 'The tasks\' least TCP retransmission '
-                         'timeout (tfhp.launcher.links; default: the kernel\'s 200 ms).')
-    flags.DEFINE_string('link_port_buffer', None, 'Each switch port\'s queue, tc sizes '
-                        '(1.25mb; default: 20 ms of the rate).')
+    link_flags.define()
     flags.DEFINE_float('max_comm_share', None, 'Answer: the smallest ps count whose share of the '
                        'step that is not compute stays under this.')
     # 33 TensorFlow processes take about 5 minutes to start on two cores.

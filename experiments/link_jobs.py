@@ -8,7 +8,8 @@ token-bucket-shaped NIC, or on loopback) and returns its record:
     comm_bound_ms (the launcher's: start-up bytes included), timed_comm_bound_ms (the timed
     steps' bytes of the busiest NIC at its rate, busier direction), ps_sent_mb and
     ps_received_mb (per global step, the busiest ps task), worker_sent_mb and
-    worker_received_mb (per step, the workers' mean), and vs_turns (global_step_ms / turns_ms);
+    worker_received_mb (per step, the workers' mean), vs_turns (global_step_ms / turns_ms) and
+    vs_timed_bound (global_step_ms / timed_comm_bound_ms: 1 is the links' limit);
   expected figures, the same every repeat (`tfhp.profiling.link_bound`): model_mb (S, the
     float32 variables), bound_ms (the busiest NIC's expected bytes at its rate, busier
     direction: W x S / (K x B) at the ps), turns_ms (both directions in turn: a synchronous ps
@@ -17,10 +18,12 @@ token-bucket-shaped NIC, or on loopback) and returns its record:
 import statistics
 
 from experiments import common
+from experiments import link_flags
 from tfhp import compression
 from tfhp import config as config_lib
 from tfhp import modes
 from tfhp.emulation import profile as profile_lib
+from tfhp.launcher import links
 from tfhp.launcher import plan
 from tfhp.profiling import link_bound
 
@@ -52,7 +55,18 @@ COMMON_ARGS = ['--display_every=1000', '--peer_timeout_s=240']
 PARTITION = '--partition_min_bytes=%d' % (1 << 20)
 FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_ms',
            'timed_comm_bound_ms', 'ps_sent_mb', 'ps_received_mb', 'worker_sent_mb',
-           'worker_received_mb', 'vs_turns')
+           'worker_received_mb', 'vs_turns', 'vs_timed_bound')
+# How the saturation study's workers reach the ps tasks (`--saturation_transfers`): variables
+# down, then gradients up (parameter_server), or the pipelined push-pull
+# (distributed_replicated, --ps_pipeline_bytes): each chunk pulled once it is applied.
+IN_TURN = 'in turn'
+PIPELINED = 'pipelined'
+# 512 KiB chunks: the last chunk of each ps's chain is pulled after every push (K chunks at the
+# end of the step), so the chunks must be small beside a K-th of the model; 16 MiB in 32.
+PIPELINE_BYTES = 512 << 10
+TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
+             PIPELINED: ['--variable_update=distributed_replicated',
+                         '--ps_pipeline_bytes=%d' % PIPELINE_BYTES]}
 
 
 def job_args(model, steps, warmup_steps, extra=()):
@@ -114,21 +128,27 @@ def figures(summary, results, num_ps, num_workers, tfhp_args):
             record[job + '_received_mb'] = pick(r for _, r in tasks) / 1e6
     record.update(expected(results.get(('worker', 0), {}), num_ps, num_workers,
                            links.get('link_bps'), tfhp_args))
-    if record.get('turns_ms') and record.get('global_step_ms'):
-        record['vs_turns'] = record['global_step_ms'] / record['turns_ms']
+    for bound, ratio in (('turns_ms', 'vs_turns'), ('timed_comm_bound_ms', 'vs_timed_bound')):
+        if record.get(bound) and record.get('global_step_ms'):
+            record[ratio] = record['global_step_ms'] / record[bound]
     return record
 
 
 def measure(labels, num_ps, num_workers, tfhp_args, rate, seed, ps_rate=None,
-            timeout_s=1200.0):
-    """Runs one job with seed on links of `rate` ('loopback': none); returns its record."""
+            timeout_s=1200.0, link_options=None):
+    """Runs one job with seed on links of `rate` ('loopback': none) that behave as
+    `link_options` says (None: `links.LinkOptions()`); returns its record."""
     args = list(tfhp_args) + ['--tf_random_seed=%d' % seed]
     shaped = rate != 'loopback'
+    link_options = link_options or links.LinkOptions()
     run = common.run_cluster(num_ps, num_workers, args, timeout_s=timeout_s,
                              link_bandwidth=rate if shaped else None,
-                             ps_link_bandwidth=ps_rate if shaped else None)
+                             ps_link_bandwidth=ps_rate if shaped else None,
+                             link_options=link_options)
     record = dict(labels, rate=rate, num_ps=num_ps, num_workers=num_workers, seed=seed,
                   status=run.summary['status'], job=run.summary)
+    if shaped:
+        record.update(link_flags.record(link_options))
     if run.error:
         record['error'] = run.error
     record.update(figures(run.summary, run.results, num_ps, num_workers, args))

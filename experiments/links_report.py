@@ -49,15 +49,21 @@ def fit(points):
     return intercept, slope, 1.0 - residual / total if total else 1.0
 
 
+def _subject(record):
+    """The model of a saturation record, and its transfer unless the default (in turn)."""
+    transfer = record.get('transfer', link_jobs.IN_TURN)
+    return record['model'] + ('' if transfer == link_jobs.IN_TURN else ', ' + transfer)
+
+
 def saturation_conclusion(records):
     """Lines: per model, rate and ps count, the step's growth per worker (a line fitted through
     the medians) against the in-turn estimate's, and that of the step less the same job's on
     loopback (the links' part) where loopback ran; per ps count above one, its step over 1
     ps's at each worker count."""
     lines = []
-    loopback = {(r['model'], r['num_ps'], r['num_workers']): _median(r, 'global_step_ms')
+    loopback = {(_subject(r), r['num_ps'], r['num_workers']): _median(r, 'global_step_ms')
                 for r in records if r['rate'] == 'loopback'}
-    by_job = _groups(records, lambda r: (r['model'], r['rate'], r['num_ps']))
+    by_job = _groups(records, lambda r: (_subject(r), r['rate'], r['num_ps']))
     for (model, rate, k), group in by_job.items():
         steps = [(r['num_workers'], _median(r, 'global_step_ms')) for r in group
                  if _median(r, 'global_step_ms') is not None]
@@ -76,7 +82,8 @@ def saturation_conclusion(records):
         if rate != 'loopback' and links_part:
             line += '; less loopback\'s step: %.0f + %.0f ms x W' % links_part[:2]
         lines.append(line)
-    one_ps = {(r['model'], r['rate'], r['num_workers']): r for r in records if r['num_ps'] == 1}
+    one_ps = {(_subject(r), r['rate'], r['num_workers']): r for r in records
+              if r['num_ps'] == 1}
     for (model, rate, k), group in by_job.items():
         ratios = []
         for r in group:
@@ -105,13 +112,15 @@ def _report(records, columns, reference, conclusion):
 _LINK_COLUMNS = [('step ms', 'global_step_ms', '%.0f'), ('W S/(K B) ms', 'bound_ms', '%.0f'),
                  ('in turn ms', 'turns_ms', '%.0f'), ('step/in turn', 'vs_turns', '%.2f'),
                  ('timed bound ms', 'timed_comm_bound_ms', '%.0f'),
+                 ('step/timed bound', 'vs_timed_bound', '%.2f'),
                  ('launcher bound ms', 'comm_bound_ms', '%.0f')]
 
 
 def report_saturation(records):
-    _mark(records, lambda r: (r['model'], r['rate'], r['num_workers']),
+    _mark(records, lambda r: (_subject(r), r['rate'], r['num_workers']),
           lambda r: r['num_ps'] == 1)
-    _report(records, [('model', 'model', None), ('rate', 'rate', None), ('ps', 'num_ps', '%d'),
+    _report(records, [('model', 'model', None), ('transfer', 'transfer', None),
+                      ('rate', 'rate', None), ('ps', 'num_ps', '%d'),
                       ('workers', 'num_workers', '%d')] + _LINK_COLUMNS + [
                           ('ps MB out', 'ps_sent_mb', '%.1f'),
                           ('ps MB in', 'ps_received_mb', '%.1f')],
@@ -195,6 +204,7 @@ def report_backup(records):
                       ('images/s', 'images_per_sec', '%.1f'),
                       ('dropped', 'dropped_gradients', '%d'),
                       ('timed bound ms', 'timed_comm_bound_ms', '%.0f'),
+                 ('step/timed bound', 'vs_timed_bound', '%.2f'),
                       ('ps MB out', 'ps_sent_mb', '%.1f'), ('ps MB in', 'ps_received_mb',
                                                             '%.1f')],
             'every gradient awaited without a straggler, at the same rate', backup_conclusion)
@@ -216,7 +226,7 @@ def plot_saturation(records, path, caption=None):
     """Step time vs workers, a panel per model and rate; a colour per ps count: measured
     (median, min-max), the in-turn estimate dashed, the per-direction bound dotted."""
     panels = []
-    for (model, rate), group in _groups(records, lambda r: (r['model'], r['rate'])).items():
+    for (model, rate), group in _groups(records, lambda r: (_subject(r), r['rate'])).items():
         series = []
         for index, (k, rows) in enumerate(_groups(group, lambda r: r['num_ps']).items()):
             xs = [r['num_workers'] for r in rows]

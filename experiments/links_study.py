@@ -8,6 +8,8 @@ loopback's memory speed, carries the parameters. Studies (--studies):
               compute) and a real small model (lenet, 6.7 MB), next to the bound W x S / (K x B)
               of the ps NIC per direction and the estimate of a synchronous step whose reads and
               gradients take turns (twice that); `*`: range apart from the same job on 1 ps.
+              --saturation_transfers=pipelined adds the pipelined push-pull, whose step should
+              come to the bound (`step/timed bound`: over the busiest NIC's measured bytes).
   modes       parameter_server (1 and 2 ps) vs distributed_replicated vs collective all-reduce
               (gradient by gradient, in 4 MiB fusion buckets, in one pack), synchronous, at one
               rate (--modes_rate); `*`: apart from parameter_server, 1 ps.
@@ -27,6 +29,9 @@ PATH_<study>.png when several run).
   python -m experiments.links_study --studies=saturation --plot=saturation.png
   python -m experiments.links_study --studies=saturation --workers=1,2,3,4,5,6 --num_ps=1,2,3
   python -m experiments.links_study --studies=modes,precision,backup --repeats=3
+  python -m experiments.links_study --studies=saturation --models=null_dense \
+      --saturation_transfers=pipelined --num_ps=1,2,3 --link_congestion_control=cubic
+The --link_* flags set how the links behave, as the launcher's do (tfhp.launcher.links).
 """
 import functools
 import os
@@ -37,6 +42,7 @@ from absl import flags
 
 from experiments import common
 from experiments import frame
+from experiments import link_flags
 from experiments import link_jobs
 from experiments import links_report
 from experiments import presets
@@ -61,6 +67,12 @@ def define_flags():
                       'loopback).')
     flags.DEFINE_list('workers', ['1', '2', '4', '6'], 'saturation: worker counts.')
     flags.DEFINE_list('num_ps', ['1', '2'], 'saturation: ps task counts.')
+    flags.DEFINE_list('saturation_transfers', [link_jobs.IN_TURN], 'saturation: how workers '
+                      'reach the ps tasks: "%s" (parameter_server: variables down, then '
+                      'gradients up) or "%s" (distributed_replicated, --ps_pipeline_bytes=%d: '
+                      'each chunk pulled once applied, while later ones are pushed).'
+                      % (link_jobs.IN_TURN, link_jobs.PIPELINED, link_jobs.PIPELINE_BYTES))
+    link_flags.define()
     flags.DEFINE_list('modes', list(presets.LINKS), 'modes: the modes (%s).' % ', '.join(
         '%s: %s' % (name, preset.label) for name, preset in presets.LINKS.items()))
     flags.DEFINE_string('modes_model', 'null_dense', 'modes: model.')
@@ -80,23 +92,31 @@ def define_flags():
     flags.DEFINE_float('straggler_delay_ms', 1000.0, 'backup: the straggler\'s delay per step.')
 
 
-def _row(labels, num_ps, num_workers, args, rate):
-    return functools.partial(link_jobs.measure, labels, num_ps, num_workers, args, rate)
+def _row(labels, num_ps, num_workers, args, rate, link_options):
+    return functools.partial(link_jobs.measure, labels, num_ps, num_workers, args, rate,
+                             link_options=link_options)
 
 
-def saturation_rows(models, rates, num_ps, workers, steps, warmup_steps):
-    """Measurements (seed -> record): every model x rate x ps count x worker count."""
-    return [_row({'study': 'saturation', 'model': model,
-                  'label': '%s %s, %d ps' % (model, rate, k)}, k, w,
-                 link_jobs.job_args(model, steps, warmup_steps), rate)
-            for model in models for rate in rates for k in num_ps for w in workers]
+def saturation_rows(models, rates, num_ps, workers, steps, warmup_steps,
+                    transfers=(link_jobs.IN_TURN,), link_options=None):
+    """Measurements (seed -> record): every model x transfer (`link_jobs.TRANSFERS` keys) x
+    rate x ps count x worker count, on links that behave as `link_options` says (None: the
+    defaults; so for every study)."""
+    return [_row({'study': 'saturation', 'model': model, 'transfer': transfer,
+                  'label': '%s %s, %s, %d ps' % (model, rate, transfer, k)}, k, w,
+                 link_jobs.job_args(model, steps, warmup_steps, link_jobs.TRANSFERS[transfer]),
+                 rate, link_options)
+            for model in models for transfer in transfers for rate in rates for k in num_ps
+            for w in workers]
 
 
-def modes_rows(model, rate, workers, steps, warmup_steps, names=tuple(presets.LINKS)):
+def modes_rows(model, rate, workers, steps, warmup_steps, names=tuple(presets.LINKS),
+               link_options=None):
     """Measurements of each mode (`presets.LINKS` names) on `rate` links, per worker count."""
     return [_row({'study': 'modes', 'model': model, 'label': presets.LINKS[m].label},
                  presets.LINKS[m].ps_tasks, w,
-                 link_jobs.job_args(model, steps, warmup_steps, presets.LINKS[m].args()), rate)
+                 link_jobs.job_args(model, steps, warmup_steps, presets.LINKS[m].args()), rate,
+                 link_options)
             for w in workers for m in names]
 
 
@@ -107,7 +127,8 @@ SCHEMES = ('float32', 'bfloat16', 'float16')
 BETWEEN_GRAPH = modes.names(lambda s: s.graph_per_worker)
 
 
-def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schemes=SCHEMES):
+def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schemes=SCHEMES,
+                   link_options=None):
     """Measurements of each update with gradients sent in each scheme ('float32': as they are;
     a scheme that cannot be summed is left out of the workers' all-reduce, which refuses it)."""
     rows = []
@@ -124,7 +145,7 @@ def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schem
                 link_jobs.job_args(model, steps, warmup_steps, [
                     '--variable_update=' + update] + (
                         ['--gradient_compression=' + scheme] if compressor else [])),
-                rate))
+                rate, link_options))
     return rows
 
 
@@ -138,12 +159,12 @@ def backup_configurations(num_workers, delay_ms):
             ('one backup, no straggler', num_workers - 1, [])]
 
 
-def backup_rows(model, rates, num_workers, delay_ms, steps, warmup_steps):
+def backup_rows(model, rates, num_workers, delay_ms, steps, warmup_steps, link_options=None):
     """Measurements of each backup configuration at each rate, 1 ps."""
     return [_row({'study': 'backup', 'model': model, 'configuration': label,
                   'replicas_to_aggregate': r, 'label': '%s, %s' % (rate, label)}, 1,
                  num_workers, link_jobs.job_args(model, steps, warmup_steps, args + [
-                     '--replicas_to_aggregate=%d' % r]), rate)
+                     '--replicas_to_aggregate=%d' % r]), rate, link_options)
             for rate in rates for label, r, args in backup_configurations(num_workers,
                                                                            delay_ms)]
 
@@ -155,16 +176,22 @@ def _ints(values):
 def rows(studies):
     """{study: its measurements}, from the flags."""
     steps = (FLAGS.steps, FLAGS.warmup_steps)
+    options = link_flags.options()
     make = {
         'saturation': lambda: saturation_rows(FLAGS.models, FLAGS.rates, _ints(FLAGS.num_ps),
-                                              _ints(FLAGS.workers), *steps),
+                                              _ints(FLAGS.workers), *steps,
+                                              transfers=FLAGS.saturation_transfers,
+                                              link_options=options),
         'modes': lambda: modes_rows(FLAGS.modes_model, FLAGS.modes_rate,
-                                    _ints(FLAGS.modes_workers), *steps, names=FLAGS.modes),
+                                    _ints(FLAGS.modes_workers), *steps, names=FLAGS.modes,
+                                    link_options=options),
         'precision': lambda: precision_rows(FLAGS.precision_model, FLAGS.precision_rate,
                                             FLAGS.precision_workers, FLAGS.precision_updates,
-                                            *steps, schemes=FLAGS.precision_schemes),
+                                            *steps, schemes=FLAGS.precision_schemes,
+                                            link_options=options),
         'backup': lambda: backup_rows(FLAGS.backup_model, FLAGS.backup_rates,
-                                      FLAGS.backup_workers, FLAGS.straggler_delay_ms, *steps),
+                                      FLAGS.backup_workers, FLAGS.straggler_delay_ms, *steps,
+                                      link_options=options),
     }
     return {study: make[study]() for study in studies}
 
@@ -187,6 +214,7 @@ def _check_flags():
     common.check_choices('models', FLAGS.models + [FLAGS.modes_model, FLAGS.precision_model,
                                                    FLAGS.backup_model], link_jobs.MODELS)
     common.check_choices('modes', FLAGS.modes, presets.LINKS)
+    common.check_choices('saturation_transfers', FLAGS.saturation_transfers, link_jobs.TRANSFERS)
     common.check_choices('precision_updates', FLAGS.precision_updates, BETWEEN_GRAPH)
     common.check_choices('precision_schemes', FLAGS.precision_schemes,
                          ('float32',) + compression.names()[1:])
@@ -196,6 +224,7 @@ def _check_flags():
     for rate in FLAGS.rates + FLAGS.backup_rates + [FLAGS.modes_rate, FLAGS.precision_rate]:
         if rate != 'loopback':
             links.parse_rate(rate)
+    link_flags.options()
 
 
 def study():

@@ -71,6 +71,10 @@ def _parse(argv):
                         help='each switch port\'s queue (a task\'s download) in bytes, tc '
                         'sizes: 1.25mb, 256kb (default: 20 ms of the rate). Where W workers '
                         'push to one ps a shallow port overflows (incast)')
+    parser.add_argument('--link_congestion_control', default=None,
+                        help='the tasks\' TCP congestion control on links, one the kernel '
+                        'offers: cubic, reno, bbr (default: the host\'s). BBR flows that '
+                        'share a ps port and idle between chunks use less of it')
     parser.add_argument('--inject', action='append', default=[], metavar='KIND:TASK@STEP',
                         help='inject a fault when the chief reaches a global step: '
                         'kill:worker1@15, pause:ps0@15+2 (SIGSTOP for 2 s), '
@@ -94,11 +98,14 @@ def _parse(argv):
         parser.error('--link_rto_min_ms needs --link_bandwidth')
     if args.link_port_buffer is not None and not args.link_bandwidth:
         parser.error('--link_port_buffer needs --link_bandwidth')
+    if args.link_congestion_control is not None and not args.link_bandwidth:
+        parser.error('--link_congestion_control needs --link_bandwidth')
     try:
         args.link_options = links.LinkOptions(
             host_queue=args.link_queue or 'fair', rto_min_ms=args.link_rto_min_ms,
             port_buffer_bytes=(links.parse_size(args.link_port_buffer)
-                               if args.link_port_buffer else None))
+                               if args.link_port_buffer else None),
+            congestion_control=args.link_congestion_control)
     except ValueError as e:
         parser.error(str(e))
     try:

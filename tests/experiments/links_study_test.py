@@ -87,6 +87,14 @@ def test_a_profile_adds_its_emulated_model(monkeypatch):
 def test_rows_and_plot_paths():
     assert len(links_study.saturation_rows(['trivial'], ['1gbit', 'loopback'], [1, 2], [1, 2, 4],
                                            2, 1)) == 12
+    cubic = links.LinkOptions(congestion_control='cubic')
+    [row] = links_study.saturation_rows(['null_dense'], ['1gbit'], [3], [2], 2, 1,
+                                        transfers=[link_jobs.PIPELINED], link_options=cubic)
+    labels, num_ps, num_workers, args, rate = row.args
+    assert (labels['transfer'], num_ps, num_workers, rate) == ('pipelined', 3, 2, '1gbit')
+    assert '--ps_pipeline_bytes=524288' in args and row.keywords == {'link_options': cubic}
+    assert links_report._subject(dict(labels)) == 'null_dense, pipelined'
+    assert links_report._subject({'model': 'lenet'}) == 'lenet'  # records from before
     assert [label for label, _, _ in links_study.backup_configurations(3, 50)] == [
         'every gradient, no straggler', 'every gradient, straggler', 'one backup, straggler',
         'one backup, no straggler']

@@ -100,9 +100,14 @@ def test_subnet_avoids_the_hosts_routes(monkeypatch):
     (dict(rate_bps=1e8, tasks=[('worker', 0), ('worker', 0)]), 'tasks must be distinct'),
     (dict(rate_bps=1e8, task_rates_bps={('ps', 0): 1e9}),
      r"not in the network: \[\('ps', 0\)\]"),
+    # The kernel's offer is faked below: machines differ in what they build in.
+    (dict(rate_bps=1e8, options=links.LinkOptions(congestion_control='dctcp')),
+     r"congestion_control \(--link_congestion_control\) is 'dctcp'; this kernel offers "
+     r"reno, cubic"),
 ])
 def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwargs, message):
     log = _fake_commands(monkeypatch)
+    monkeypatch.setattr(links, 'available_congestion_controls', lambda: ['reno', 'cubic'])
     with pytest.raises(ValueError, match=message):
         links.EmulatedNetwork(**dict({'tasks': [('worker', 0), ('worker', 1)]}, **kwargs))
     assert not log
@@ -111,7 +116,9 @@ def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwa
 @pytest.mark.parametrize('kwargs, message', [
     (dict(host_queue='fq'), r"host_queue \(--link_queue\) is 'fq'; it must be one of fair, fifo"),
     (dict(rto_min_ms=0.5), r"rto_min_ms \(--link_rto_min_ms\) is 0.5; it must be a whole"),
-    (dict(port_buffer_bytes=65536), r"is 65536; a port must hold at least 70000 bytes")])
+    (dict(port_buffer_bytes=65536), r"is 65536; a port must hold at least 70000 bytes"),
+    (dict(congestion_control='cubic; reboot'),
+     r"congestion_control \(--link_congestion_control\) is 'cubic; reboot'; it must name")])
 def test_link_options_refuse_what_cannot_work_naming_it(kwargs, message):
     with pytest.raises(ValueError, match=message):
         links.LinkOptions(**kwargs)
@@ -238,6 +245,21 @@ def test_link_options_floor_the_timeouts_and_size_the_ports(links_available):
         # The subnet's route is still there: the link carries its rate.
         assert link_probe.measure(network, w0, ps, seconds=1.0).link_bps == pytest.approx(
             1e8, rel=0.1)
+
+
+def test_link_options_set_each_tasks_congestion_control(links_available):
+    offered = links.available_congestion_controls()
+    other = next((c for c in offered if c != links.congestion_control()), None)
+    if other is None:
+        pytest.skip('this kernel offers one TCP congestion control only: %s' % offered)
+    with links.EmulatedNetwork([('ps', 0), ('worker', 0)], rate_bps=1e8,
+                               options=links.LinkOptions(congestion_control=other)) as network:
+        for task in network.tasks:
+            argv = ['ip', 'netns', 'exec', network.namespace(task), 'cat',
+                    '/proc/sys/net/ipv4/tcp_congestion_control']
+            assert subprocess.run(argv, capture_output=True, text=True,
+                                  check=True).stdout.strip() == other
+    assert links.congestion_control() != other  # the host's own is left as it was
 
 
 def test_proc_counters_pairs_each_groups_names_and_values():

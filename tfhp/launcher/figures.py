@@ -156,4 +156,5 @@ def link_report(network, tasks, results):
             'global_step_ms': 1000.0 / rate if rate else None,
             'tcp_timeouts': sum(e['tcp_timeouts'] for e in report.values()),
             'incast': incast(report, global_steps),
-            'tcp': links.congestion_control(), **dataclasses.asdict(network.options)}
+            'tcp': network.options.congestion_control or links.congestion_control(),
+            **dataclasses.asdict(network.options)}

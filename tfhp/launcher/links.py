@@ -114,6 +114,9 @@ class LinkOptions:
         milliseconds; None: the kernel's, 200 ms.
       port_buffer_bytes: each switch port's queue (a task's download), bytes; None: 20 ms of
         the task's rate. At least one 64 KiB GSO packet and its headers.
+      congestion_control: the TCP congestion control of every task's connections, one the
+        kernel offers (/proc/sys/net/ipv4/tcp_available_congestion_control: 'cubic', 'reno',
+        'bbr'...); None: the host's default, which each namespace inherits.
     Raises:
       ValueError: a value that cannot work; the message names the attribute and the
         launcher's flag for it.
@@ -121,6 +124,7 @@ class LinkOptions:
     host_queue: str = 'fair'
     rto_min_ms: Optional[int] = None
     port_buffer_bytes: Optional[int] = None
+    congestion_control: Optional[str] = None
 
     def __post_init__(self):
         if self.host_queue not in HOST_QUEUES:
@@ -136,6 +140,11 @@ class LinkOptions:
                              'least %d bytes (a 64 KiB GSO packet as its frames), or None for '
                              '20 ms of the rate'
                              % (self.port_buffer_bytes, MIN_PORT_BUFFER_BYTES))
+        if self.congestion_control is not None and not re.fullmatch(
+                r'[a-z0-9_]+', str(self.congestion_control)):
+            raise ValueError('congestion_control (--link_congestion_control) is %r; it must '
+                             'name one of the kernel\'s algorithms, e.g. cubic, or be None for '
+                             'the host\'s default' % (self.congestion_control,))
 
 
 def _quantity(text, pattern, units, what, hint):
@@ -250,15 +259,24 @@ def proc_counters(text):
     return counters
 
 
-def congestion_control():
-    """The TCP congestion control the tasks' connections use: the host's default, which a new
-    namespace inherits and cannot change unless the host allows it (e.g. 'bbr', 'cubic').
-    How fairly flows share a link depends on it, so a run records it."""
+def _read_proc(path):
     try:
-        with open('/proc/sys/net/ipv4/tcp_congestion_control') as f:
+        with open(path) as f:
             return f.read().strip()
     except OSError:
         return None
+
+
+def congestion_control():
+    """The host's default TCP congestion control, which a new namespace inherits unless
+    `LinkOptions.congestion_control` names another (e.g. 'bbr', 'cubic'). How fully flows that
+    share a link use it depends on it, so a run records it."""
+    return _read_proc('/proc/sys/net/ipv4/tcp_congestion_control')
+
+
+def available_congestion_controls():
+    """The TCP congestion controls this kernel offers (e.g. ['reno', 'bbr', 'cubic'])."""
+    return (_read_proc('/proc/sys/net/ipv4/tcp_available_congestion_control') or '').split()
 
 
 def check_available():
@@ -398,7 +416,7 @@ class EmulatedNetwork:
           options: `LinkOptions` (None: the defaults).
         Raises:
           ValueError: a rate below MIN_RATE_BPS or for a task not in `tasks`, a task given
-            twice, or over 253 tasks.
+            twice, over 253 tasks, or a congestion control the kernel does not offer.
           RuntimeError: an ip or tc command failed (its message says which).
         """
         self.tasks = [tuple(t) for t in tasks]
@@ -415,6 +433,10 @@ class EmulatedNetwork:
             if rate < MIN_RATE_BPS:
                 raise ValueError('the link of %s %d is %g bit/s; emulated links need at least '
                                  '%g (1mbit)' % (task + (rate, MIN_RATE_BPS)))
+        wanted, offered = self.options.congestion_control, available_congestion_controls()
+        if wanted and wanted not in offered:
+            raise ValueError('congestion_control (--link_congestion_control) is %r; this '
+                             'kernel offers %s' % (wanted, ', '.join(offered) or 'none'))
         self.name = '%s%d-%s' % (prefix, os.getpid(), secrets.token_hex(2))
         self._hub = self.name + '-hub'
         self._closed = False
@@ -439,6 +461,9 @@ class EmulatedNetwork:
             namespace, port = self._namespaces[task], self._ports[task]
             _add_namespace(namespace)
             _must(['ip', '-n', namespace, 'link', 'set', 'lo', 'up'])
+            if self.options.congestion_control:
+                _must(['ip', 'netns', 'exec', namespace, 'sysctl', '-qw',
+                       'net.ipv4.tcp_congestion_control=' + self.options.congestion_control])
             _must(['ip', '-n', hub, 'link', 'add', 'name', port, 'type', 'veth',
                    'peer', 'name', 'eth0', 'netns', namespace])
             _must(['ip', '-n', hub, 'link', 'set', port, 'master', 'br0', 'up'])
