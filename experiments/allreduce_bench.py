@@ -27,6 +27,7 @@ from experiments import stats
 from tfhp import compat
 from tfhp import devices as devices_lib
 from tfhp import plots
+from tfhp import provenance
 from tfhp import session as session_lib
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
@@ -173,7 +174,8 @@ def plot(records, memcpy, path):
                       'one session.run (a no-op takes %.0f us)' % (
                           plots.spread_text(records[0]['seconds']['n'], 'runs'),
                           records[0]['session_run_floor_seconds'] * 1e6),
-                      xticks=[(s, _size_label(s)) for s in sizes], sharey=True)
+                      xticks=[(s, _size_label(s)) for s in sizes], sharey=True,
+                      caption=provenance.caption())
 
 
 TABLE = [('algorithm', 'algorithm', None), ('N', 'num_devices', '%d'), ('bytes', 'bytes', '%d'),

@@ -81,10 +81,9 @@ def study():
         caption = '%s; %s' % (' / '.join('%s: step %.0f ms traced, %.0f ms timed median' % (
             r['label'], r['step_ms'], r['timed_step_ms_p50'] or float('nan')) for r in records),
                              provenance.caption())
-        for path in common.with_svg(FLAGS.plot):
-            plots.step_timelines(path, panels, timeline.ROWS, marks, title=title,
-                                 caption=caption)
-            print('Wrote %s' % path)
+        common.draw(lambda path: plots.step_timelines(path, panels, timeline.ROWS, marks,
+                                                      title=title, caption=caption),
+                    FLAGS.plot)
 
 
 if __name__ == '__main__':

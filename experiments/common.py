@@ -144,6 +144,14 @@ def with_svg(path):
     return (path,) if svg == path else (path, svg)
 
 
+def draw(plot_one, path):
+    """Draws a figure with plot_one(file) at `path` and as an SVG beside it (`with_svg`),
+    printing each file written: every study's --plot gets its vector twin."""
+    for out in with_svg(path):
+        plot_one(out)
+        print('Wrote %s' % out)
+
+
 def check_plot(path):
     """Before any work: exits with status 2 and one line when --plot cannot be written.
 

@@ -18,8 +18,14 @@ whether it is real or within noise (experiments/stats.py: ranges apart, at 3 rep
 A scheme without error feedback follows its twin with it (same compressor, same fraction), and
 the conclusion says what the feedback buys.
 
+--momentum_correction=m moves the momentum to the senders of the compressed schemes (deep
+gradient compression's momentum correction, `tfhp.compression.base`): each runs with
+--optimizer=sgd --momentum_correction=m, while float32 keeps --optimizer=momentum --momentum=m,
+the same training without compression (needs --optimizer=momentum).
+
   python -m experiments.compression_accuracy --plot=accuracy.png   # every scheme, 3 repeats
   python -m experiments.compression_accuracy --schemes=none,sign,sign_noef --repeats=5
+  python -m experiments.compression_accuracy --momentum_correction=0.9 --plot=corrected.png
 """
 import dataclasses
 import functools
@@ -91,7 +97,18 @@ def ordered(schemes, fraction=None):
     return rows
 
 
-def measure(scheme, twin, fraction, options, data_dir, work_dir, tfhp_flags, seed):
+def momentum_flags(scheme, momentum_correction):
+    """The tfhp flags that put a momentum of `momentum_correction` on the senders of `scheme`
+    (plain SGD updates), or, for float32, in its optimizer; none when it is 0."""
+    if not momentum_correction:
+        return []
+    if scheme == compression.NONE:
+        return ['--optimizer=momentum', '--momentum=%g' % momentum_correction]
+    return ['--optimizer=sgd', '--momentum_correction=%g' % momentum_correction]
+
+
+def measure(scheme, twin, fraction, options, data_dir, work_dir, tfhp_flags, seed,
+            momentum_correction=0.0):
     """Trains and evaluates one scheme with one seed; its record.
 
     Args:
@@ -101,9 +118,10 @@ def measure(scheme, twin, fraction, options, data_dir, work_dir, tfhp_flags, see
       options: `convergence.Options`; data_dir: the learnable data set; work_dir: checkpoints.
       tfhp_flags: further tfhp flags (--tfhp_flags).
       seed: this repeat's --tf_random_seed.
+      momentum_correction: the senders' momentum (`momentum_flags`); 0: the optimizer's.
     """
     compressor = _compressor(scheme, fraction)
-    extra = ['--gradient_compression=' + scheme]
+    extra = ['--gradient_compression=' + scheme] + momentum_flags(scheme, momentum_correction)
     if fraction is not None and compression.takes_fraction(scheme):
         extra.append('--compression_fraction=%g' % fraction)
     record = convergence.run_combo(COMBO, options, data_dir, work_dir,
@@ -111,7 +129,7 @@ def measure(scheme, twin, fraction, options, data_dir, work_dir, tfhp_flags, see
     return dict(record, study='compression_accuracy', scheme=scheme,
                 twin_of=twin and label(twin), fraction=getattr(compressor, 'fraction', None),
                 error_feedback=compressor.error_feedback if compressor else None,
-                wire_ratio=wire_ratio(scheme, fraction))
+                wire_ratio=wire_ratio(scheme, fraction), momentum_correction=momentum_correction)
 
 
 def compare_to_float32(records):
@@ -170,11 +188,15 @@ _KINDS = (('error feedback', lambda r: bool(r['error_feedback'])),
           ('no error feedback', lambda r: bool(r['twin_of'])))
 
 
-def title(options):
-    """The plot's title: the model, replicas, steps, optimizer and the spread drawn."""
-    return '%s, %d replicas, %d steps of %d per replica, %s optimizer, learning rate %g; %s' % (
+def title(options, momentum_correction=0.0):
+    """The plot's title: the model, replicas, steps, optimizer (and where its momentum is
+    applied) and the spread drawn."""
+    optimizer = ('momentum %g on the compressed schemes\' senders, SGD updates'
+                 % momentum_correction if momentum_correction else
+                 '%s optimizer' % options.optimizer)
+    return '%s, %d replicas, %d steps of %d per replica, %s, learning rate %g; %s' % (
         options.model, options.num_replicas, options.num_steps, options.batch_size,
-        options.optimizer, options.learning_rate, plots.spread_text(options.repeats))
+        optimizer, options.learning_rate, plots.spread_text(options.repeats))
 
 
 def plot(records, path, heading, chance, caption):
@@ -210,13 +232,19 @@ def study():
     """Every scheme of --schemes, --repeats times in rounds, reported against float32."""
     common.check_choices('schemes', FLAGS.schemes, compression.names())
     options, data_dir = convergence.study_setup()
+    corrected = FLAGS.momentum_correction
+    if corrected and options.optimizer != 'momentum':
+        raise ValueError('--momentum_correction=%g compares with float32 under '
+                         '--optimizer=momentum; got --optimizer=%s'
+                         % (corrected, options.optimizer))
     fraction = FLAGS.compression_fraction
     pairs = twins(FLAGS.schemes, fraction)
     rows = [functools.partial(measure, s, pairs.get(s), fraction, options, data_dir,
-                              FLAGS.work_dir, FLAGS.tfhp_flags)
+                              FLAGS.work_dir, FLAGS.tfhp_flags,
+                              momentum_correction=corrected)
             for s in ordered(FLAGS.schemes, fraction)]
     chance = Chance.of(data_dir)
-    heading = title(options)
+    heading = title(options, corrected)
     caption = provenance.caption()  # the commit that ran, not the one at the end
 
     def table(records):
@@ -233,6 +261,9 @@ if __name__ == '__main__':
     flags.DEFINE_list('schemes', list(SCHEMES), 'Gradient compression schemes (none: float32).')
     flags.DEFINE_float('compression_fraction', None, 'Share of the elements the sparse schemes '
                        'send (default: each scheme\'s registered one, 0.01).')
+    flags.DEFINE_float('momentum_correction', 0.0, 'The compressed schemes\' senders apply '
+                       'this momentum, their updates plain SGD; float32 runs the momentum '
+                       'optimizer at it (0: every scheme runs --optimizer).')
     frame.main(study, **convergence.define_flags(
         convergence.Options(num_steps=300, eval_every=50), 'tfhp_compression_accuracy',
         plot='top-1 and final loss per scheme'))

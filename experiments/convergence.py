@@ -247,11 +247,14 @@ def conclusion(records, target):
     return lines
 
 
-def plot(records, options, path, title):
-    """Accuracy vs images and vs seconds, median and range over the repeats, one line a row."""
+def plot(records, options, path, title, caption=None):
+    """Accuracy vs images and vs seconds, median and range over the repeats, one line a row,
+    at `path` and as an SVG beside it; `caption`: the run's machine, date and commit
+    (`tfhp.provenance.caption()`, taken when the study started)."""
     series = [(r['label'], [[(s * run['images_per_update'], t, a) for s, t, a in run['curve']]
                             for run in r['runs']]) for r in records]
-    plots.accuracy_curves(path, series, options.target_accuracy, title)
+    common.draw(lambda out: plots.accuracy_curves(out, series, options.target_accuracy, title,
+                                                  caption=caption), path)
 
 
 def report(records, options, heading):

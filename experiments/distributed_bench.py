@@ -28,6 +28,7 @@ from experiments import presets
 from experiments import stats
 from tfhp.launcher import local_job
 from tfhp import plots
+from tfhp import provenance
 
 FLAGS = flags.FLAGS
 
@@ -130,7 +131,8 @@ def plot(records, path):
                       "global steps/sec (the chief's count)", logy=True,
                       title='null models, %d ps tasks: %s' % (
                           null[0]['num_ps'], plots.spread_text(null[0]['repeats'])),
-                      xticks=[(n, str(n)) for n in workers], sharey=True)
+                      xticks=[(n, str(n)) for n in workers], sharey=True,
+                      caption=provenance.caption())
 
 
 def study():

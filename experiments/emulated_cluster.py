@@ -153,9 +153,8 @@ def _predicted_share(record):
 
 
 def plot(records, path):
-    """Predicted against measured global steps, a series per model and rate, at `path` and as
-    an SVG beside it; the caption: each distinct caption of the records (the runs' machine,
-    date and commit)."""
+    """Predicted against measured global steps, a series per model and rate, at `path`; the
+    caption: each distinct caption of the records (the runs' machine, date and commit)."""
     series = {}
     for r in records:
         label = '%s, %s' % (r['model'], r['rate'])
@@ -173,12 +172,10 @@ def plot(records, path):
         measured.append(r['global_step_ms'])
         predicted.append(r['predicted_ms']['median'])
     captions = sorted({r['caption'] for r in records if r.get('caption')})
-    for out in common.with_svg(path):
-        plots.predicted_vs_measured(
-            out, [(label, m, p) for label, (m, p) in series.items()],
-            title='The step model against emulated jobs (global step, median [min-max])',
-            caption=provenance.join(captions) or None)
-        print('Wrote %s' % out)
+    plots.predicted_vs_measured(
+        path, [(label, m, p) for label, (m, p) in series.items()],
+        title='The step model against emulated jobs (global step, median [min-max])',
+        caption=provenance.join(captions) or None)
 
 
 def replot(paths, path):
@@ -191,7 +188,7 @@ def replot(paths, path):
                         if r.get('study') == 'emulated_cluster']
     if not records:
         raise ValueError('--replot: no emulated_cluster records in %s' % ', '.join(paths))
-    plot(records, path)
+    common.draw(lambda out: plot(records, out), path)
 
 
 def study():

@@ -38,6 +38,7 @@ from experiments import common
 from experiments import convergence
 from experiments import frame
 from experiments import presets
+from tfhp import provenance
 
 FLAGS = flags.FLAGS
 
@@ -46,6 +47,7 @@ def study():
     """The combinations of --combo, trained, evaluated and reported."""
     common.check_choices('combo', FLAGS.combo, presets.COMBOS)
     options, data_dir = convergence.study_setup()
+    caption = provenance.caption()  # the commit that ran, not the one at the end
     records = convergence.run_repeats(FLAGS.combo, options, data_dir, FLAGS.work_dir,
                                       FLAGS.tfhp_flags)
     heading = ('target accuracy %.2f, %d replicas, %d steps of %d per replica, %d repeats'
@@ -54,7 +56,7 @@ def study():
     convergence.report(records, options, heading)
     common.write_records(records, FLAGS.result_file)
     if FLAGS.plot:
-        convergence.plot(records, options, FLAGS.plot, heading)
+        convergence.plot(records, options, FLAGS.plot, heading, caption)
 
 
 if __name__ == '__main__':

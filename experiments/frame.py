@@ -18,7 +18,8 @@ The common flags (`define_flags`); the names older commands used are aliases of 
   --repeats (--rounds)                      runs of each row, in rounds
   --seed (--tf_random_seed)                 the first round's seed; round r runs seed + r
   --result_file (--output)                  append one JSON line per record here
-  --plot                                    draw the study here (PNG; needs matplotlib)
+  --plot                                    draw the study here (PNG, and an SVG beside it;
+                                            needs matplotlib)
 """
 from absl import app
 from absl import flags
@@ -57,8 +58,8 @@ def define_flags(steps=None, warmup_steps=None, repeats=3, seed=1234, plot=None)
     flags.DEFINE_string('result_file', None, 'Append one JSON line per record here.')
     flags.DEFINE_alias('output', 'result_file')
     if plot:
-        flags.DEFINE_string('plot', None, 'Draw %s here (PNG; needs matplotlib: pip install '
-                            "-e '.[plots]')." % plot)
+        flags.DEFINE_string('plot', None, 'Draw %s here (PNG, and an SVG beside it; needs '
+                            "matplotlib: pip install -e '.[plots]')." % plot)
 
 
 def main(study, **defaults):
@@ -109,4 +110,4 @@ def report(records, table, reference=None, plot=None):
         common.print_table(records, table, reference)
     common.write_records(records, FLAGS.result_file)
     if plot and FLAGS.plot:
-        plot(records, FLAGS.plot)
+        common.draw(lambda path: plot(records, path), FLAGS.plot)

@@ -19,6 +19,7 @@ import statistics
 
 from experiments import common
 from experiments import link_flags
+from experiments import presets
 from tfhp import compression
 from tfhp import config as config_lib
 from tfhp import modes
@@ -61,12 +62,8 @@ FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_
 # (distributed_replicated, --ps_pipeline_bytes): each chunk pulled once it is applied.
 IN_TURN = 'in turn'
 PIPELINED = 'pipelined'
-# 512 KiB chunks: the last chunk of each ps's chain is pulled after every push (K chunks at the
-# end of the step), so the chunks must be small beside a K-th of the model; 16 MiB in 32.
-PIPELINE_BYTES = 512 << 10
 TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
-             PIPELINED: ['--variable_update=distributed_replicated',
-                         '--ps_pipeline_bytes=%d' % PIPELINE_BYTES]}
+             PIPELINED: presets.LINKS['pipelined'].args()}
 
 
 def job_args(model, steps, warmup_steps, extra=()):

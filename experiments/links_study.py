@@ -71,7 +71,7 @@ def define_flags():
                       'reach the ps tasks: "%s" (parameter_server: variables down, then '
                       'gradients up) or "%s" (distributed_replicated, --ps_pipeline_bytes=%d: '
                       'each chunk pulled once applied, while later ones are pushed).'
-                      % (link_jobs.IN_TURN, link_jobs.PIPELINED, link_jobs.PIPELINE_BYTES))
+                      % (link_jobs.IN_TURN, link_jobs.PIPELINED, presets.PIPELINE_BYTES))
     link_flags.define()
     flags.DEFINE_list('modes', list(presets.LINKS), 'modes: the modes (%s).' % ', '.join(
         '%s: %s' % (name, preset.label) for name, preset in presets.LINKS.items()))
@@ -246,8 +246,8 @@ def study():
         links_report.REPORTS[name](done)
         common.write_records(done, FLAGS.result_file)
         if FLAGS.plot:
-            links_report.PLOTS[name](done, plot_path(FLAGS.plot, name, len(FLAGS.studies) > 1),
-                                     caption)
+            common.draw(lambda path: links_report.PLOTS[name](done, path, caption),
+                        plot_path(FLAGS.plot, name, len(FLAGS.studies) > 1))
     return 0
 
 

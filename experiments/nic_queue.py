@@ -101,10 +101,9 @@ def study():
                   for r, rows in measured]
         title = ('%s, emulated compute, %d workers and 1 ps at %s, TCP %s: each worker\'s '
                  'traced step' % (profile.model, FLAGS.num_workers, FLAGS.rate, records[0]['tcp']))
-        for path in common.with_svg(FLAGS.plot):
-            plots.worker_phases(path, panels, worker_phases.PHASES, title=title,
-                                caption=provenance.caption())
-            print('Wrote %s' % path)
+        caption = provenance.caption()
+        common.draw(lambda path: plots.worker_phases(path, panels, worker_phases.PHASES,
+                                                     title=title, caption=caption), FLAGS.plot)
 
 
 if __name__ == '__main__':

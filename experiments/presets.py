@@ -134,15 +134,19 @@ ABLATIONS = _by_label([
 
 # A bucket larger than any model's gradients together: --fusion_bucket_bytes as one pack.
 ONE_PACK_BYTES = 1 << 40
+# The pipelined push-pull's chunks (--ps_pipeline_bytes). The last chunk of each ps task's
+# chain is pulled after every push, so the chunks must be small beside a K-th of the model:
+# null_dense's 16 MiB in 32.
+PIPELINE_BYTES = 512 << 10
 LINKS = {
     'ps': Preset('parameter_server, 1 ps', 'parameter_server'),
     'ps2': Preset('parameter_server, 2 ps', 'parameter_server', num_ps=2),
     'replicated': Preset('distributed_replicated, 1 ps', 'distributed_replicated'),
-    # The pipelined push-pull (--ps_pipeline_bytes): 1 MiB chunks, each released on its own.
+    # The pipelined push-pull (--ps_pipeline_bytes): each chunk released on its own.
     'pipelined': Preset('distributed_replicated pipelined, 1 ps', 'distributed_replicated',
-                        options=(('ps_pipeline_bytes', 1 << 20),)),
+                        options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
     'pipelined2': Preset('distributed_replicated pipelined, 2 ps', 'distributed_replicated',
-                         num_ps=2, options=(('ps_pipeline_bytes', 1 << 20),)),
+                         num_ps=2, options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
     # Fusion buckets (--fusion_bucket_bytes): 256 KiB buckets, last layer first, each
     # all-reduced as soon as it fills, against one bucket of every gradient (the single pack,

@@ -27,6 +27,7 @@ from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp import plots
+from tfhp import provenance
 
 FLAGS = flags.FLAGS
 
@@ -123,7 +124,7 @@ def plot(records, path):
                       'devices (virtual CPU devices share the host cores)', None,
                       title='in-graph replication, %s, %s' % (
                           records[0]['model'], plots.spread_text(records[0]['repeats'])),
-                      xticks=[(n, str(n)) for n in counts])
+                      xticks=[(n, str(n)) for n in counts], caption=provenance.caption())
 
 
 def study():

@@ -30,6 +30,7 @@ from experiments import frame
 from experiments import presets
 from experiments import stats
 from tfhp import modes
+from tfhp import provenance
 
 REMEDIES = ('none', 'lr_scaled', 'drop', 'inverse', 'warmup', 'sync')
 FLAGS = flags.FLAGS
@@ -66,6 +67,7 @@ def study():
     """The remedies of --remedies, trained, evaluated and reported against plain async."""
     common.check_choices('remedies', FLAGS.remedies, REMEDIES)
     options, data_dir = convergence.study_setup()
+    caption = provenance.caption()  # the commit that ran, not the one at the end
     records = run(FLAGS.remedies, FLAGS.mode, options, data_dir, FLAGS.work_dir,
                   FLAGS.max_gradient_staleness, FLAGS.async_warmup_steps, FLAGS.tfhp_flags)
     heading = ('%s, %d replicas, target accuracy %.2f, %d steps of %d per replica, %d repeats'
@@ -80,7 +82,7 @@ def study():
                                                                  options.target_accuracy)))
     common.write_records(records, FLAGS.result_file)
     if FLAGS.plot:
-        convergence.plot(records, options, FLAGS.plot, heading)
+        convergence.plot(records, options, FLAGS.plot, heading, caption)
 
 
 if __name__ == '__main__':

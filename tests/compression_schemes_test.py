@@ -146,3 +146,63 @@ def test_the_payload_bytes_are_what_wire_ratio_says(name):
     # sign: 400 bytes of bits and a 4-byte scale; top-k, random-k: 32 values and 32 indices.
     assert nbytes == {'sign': 404, 'topk': 256, 'randomk': 256}[name]
     assert abs(nbytes - compressor.wire_ratio * 4 * n) <= 4
+
+
+def _sgd_on_payloads(compressor, grads, rate=0.1):
+    """The weights after SGD at `rate` on what `compressor.send` makes of `grads`, step by step
+    (the weights start at zero)."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        grad = tf.placeholder(tf.float32, grads[0].shape)
+        weights = tf.Variable(tf.zeros(grads[0].shape))
+        sent = compressor.decompress(compressor.send(grad), tf.float32, grad.shape)
+        step = tf.train.GradientDescentOptimizer(rate).apply_gradients([(sent, weights)])
+        sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+        for g in grads:
+            sess.run(step, {grad: g})
+        return sess.run(weights)
+
+
+def test_momentum_on_the_sender_with_sgd_is_the_momentum_optimizer():
+    """Momentum correction of a lossless payload is momentum SGD: the sender's velocity is the
+    optimizer's accumulator. (float16 holds every velocity here exactly: quarters, halved.)"""
+    rng = np.random.RandomState(5)
+    grads = [rng.randint(-8, 8, size=(4, 6)).astype(np.float32) / 4 for _ in range(4)]
+    corrected = _sgd_on_payloads(compression.get('float16', momentum=0.5), grads)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        grad = tf.placeholder(tf.float32, grads[0].shape)
+        weights = tf.Variable(tf.zeros(grads[0].shape))
+        step = tf.train.MomentumOptimizer(0.1, 0.5).apply_gradients([(grad, weights)])
+        sess.run(tf.global_variables_initializer())
+        for g in grads:
+            sess.run(step, {grad: g})
+        momentum = sess.run(weights)
+    np.testing.assert_allclose(corrected, momentum, atol=1e-6)
+    # Without the sender's momentum the same SGD steps differ: the test can fail.
+    assert np.abs(_sgd_on_payloads(compression.get('float16'), grads) - momentum).max() > 0.1
+
+
+def test_momentum_correction_masks_the_velocity_of_what_a_sparse_scheme_sent():
+    compressor = compression.get('topk', fraction=0.25, momentum=0.5)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        grad = tf.placeholder(tf.float32, [4])
+        payload = compressor.send(grad)
+        [velocity] = [v for v in tf.local_variables() if 'velocity' in v.op.name]
+        [residual] = [v for v in tf.local_variables() if 'residual' in v.op.name]
+        sess.run(tf.local_variables_initializer())
+        values, indices = sess.run(payload, {grad: [1.0, -4.0, 2.0, 0.5]})
+        assert [list(values), list(indices)] == [[-4.0], [1]]
+        # The element sent restarts; the others keep u = g, their residual g as well.
+        np.testing.assert_array_equal(sess.run(velocity), [1.0, 0.0, 2.0, 0.5])
+        np.testing.assert_array_equal(sess.run(residual), [1.0, 0.0, 2.0, 0.5])
+        # Next step: u = 0.5 u + g; r + u is compressed: element 2 (2 + 3 = 5) goes.
+        values, indices = sess.run(payload, {grad: [0.0, 0.0, 2.0, 0.0]})
+        assert [list(values), list(indices)] == [[5.0], [2]]
+        np.testing.assert_array_equal(sess.run(velocity), [0.5, 0.0, 0.0, 0.25])
+
+
+def test_momentum_correction_is_refused_where_it_cannot_work_naming_the_flag():
+    with pytest.raises(ValueError, match=r'--momentum_correction must be in \[0, 1\), got 1'):
+        compression.get('topk', momentum=1.0)
+    with pytest.raises(ValueError, match='without --gradient_compression use '
+                                         '--optimizer=momentum'):
+        compression.get('none', momentum=0.9)

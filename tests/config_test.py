@@ -68,6 +68,16 @@ from tfhp import config as config_lib
     (lambda: config_lib.ReplicationConfig(variable_update='replicated', all_reduce_spec='xring/nccl',
                                           gradient_compression='topk'),
      '--all_reduce_spec=xring/nccl uses nccl, which has no all-gather'),
+    (lambda: config_lib.ReplicationConfig(gradient_compression='topk', momentum_correction=1.0),
+     r'--momentum_correction must be in \[0, 1\), got 1.0'),
+    (lambda: config_lib.ReplicationConfig(momentum_correction=0.9),
+     'without --gradient_compression use --optimizer=momentum'),
+    # The senders apply the momentum: an update with momentum would apply it twice.
+    (lambda: config_lib.BenchmarkConfig(
+        optimizer=config_lib.OptimizerConfig(optimizer='momentum'),
+        replication=config_lib.ReplicationConfig(gradient_compression='topk',
+                                                 momentum_correction=0.9)),
+     '--momentum_correction .* must be plain SGD \(--optimizer=sgd\), got --optimizer=momentum'),
 ])
 def test_invalid_settings_name_the_flag(make, flag):
     with pytest.raises(config_lib.ConfigError, match=flag):

@@ -116,6 +116,10 @@ flags.DEFINE_enum('gradient_compression', compression.NONE, compression.names(),
 flags.DEFINE_float('compression_fraction', None, 'The share of each gradient\'s elements a '
                    'sparse --gradient_compression (topk, topk_noef, randomk) sends, in (0, 1] '
                    '(default: 0.01).')
+flags.DEFINE_float('momentum_correction', 0.0, 'The senders\' momentum for compressed '
+                   'gradients, in [0, 1) (deep gradient compression\'s momentum correction): '
+                   'each sender compresses its velocity, and the update is plain SGD '
+                   '(--optimizer=sgd). 0: off.')
 flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables through staging '
                      'areas (weights one step old).')
 flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,

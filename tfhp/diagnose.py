@@ -53,6 +53,7 @@ from tfhp.launcher import local_job
 from tfhp.launcher import plan
 from tfhp import modes
 from tfhp import plots
+from tfhp import provenance
 from tfhp import timing
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
@@ -234,8 +235,7 @@ def _expected_traffic(cfg, chief, num_ps, num_workers):
     ps_bytes = link_bound.ps_task_bytes(chief.get('variable_bytes_by_device', {}), num_ps)
     if not cfg.replication.strategy.worker_all_reduce and not sum(ps_bytes):
         ps_bytes = [model_bytes / num_ps] * num_ps  # masters not among the placement
-    compressor = compression.get(cfg.replication.compression,
-                                 cfg.replication.compression_fraction)
+    compressor = cfg.replication.compressor()
     scale = compressor.wire_ratio if compressor else 1.0
     return link_bound.expected_traffic(update, num_workers, model_bytes,
                                        ps_bytes if num_ps else None, scale)
@@ -374,7 +374,7 @@ def main(argv):
         print('tfhp.diagnose: error: %s' % e, file=sys.stderr)
         return 2
     if cli.FLAGS.plot:
-        plots.stage_breakdown(cli.FLAGS.plot, diagnosis)
+        plots.stage_breakdown(cli.FLAGS.plot, diagnosis, caption=provenance.caption())
         print('plot: %s' % cli.FLAGS.plot)
     return 0
 

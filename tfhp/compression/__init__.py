@@ -41,19 +41,28 @@ def register(name, factory, *args, summable=True, **options):
     _SCHEMES[name] = (factory, args, options, summable)
 
 
-def get(name, fraction=None):
+def get(name, fraction=None, momentum=0.0):
     """The Compressor registered as `name`, or None for 'none'.
 
     Args:
       name: the scheme.
       fraction: the share of elements a sparse scheme sends (None: its registered default).
+      momentum: the senders' momentum under momentum correction (`base` module doc), in
+        [0, 1); 0: none.
     Raises:
-      ValueError: an unknown scheme (naming the known ones), or a fraction for a scheme that
-        sends every element (naming --compression_fraction and the schemes it applies to).
+      ValueError: an unknown scheme (naming the known ones), a fraction for a scheme that
+        sends every element (naming --compression_fraction and the schemes it applies to),
+        or a momentum without a scheme or outside [0, 1) (naming --momentum_correction).
     """
+    if not 0 <= momentum < 1:
+        raise ValueError('--momentum_correction must be in [0, 1), got %r' % (momentum,))
     if name == NONE:
         if fraction is not None:
             raise ValueError(_fraction_message(name))
+        if momentum:
+            raise ValueError('--momentum_correction moves the momentum to the senders of '
+                             'compressed gradients; without --gradient_compression use '
+                             '--optimizer=momentum')
         return None
     if name not in _SCHEMES:
         raise ValueError('unknown gradient compression %r; known: %s'
@@ -66,7 +75,9 @@ def get(name, fraction=None):
     if isinstance(factory, str):
         module, attribute = factory.split(':')
         factory = getattr(importlib.import_module(module), attribute)
-    return factory(*args, **options)
+    compressor = factory(*args, **options)
+    compressor.momentum = momentum
+    return compressor
 
 
 def summable(name):

@@ -21,9 +21,19 @@ never `compress` directly:
   3. so after any number of steps, what was sent plus r equals the sum of the gradients: no
      part of a gradient is lost, it is only late (Seide et al. 2014; Karimireddy et al. 2019).
 
-The residual is a local variable (run `tf.local_variables_initializer()`); checkpoints do not
-hold it, so a restored run starts with r = 0. Schemes without error feedback keep no state and
-`send` is `compress`. Schemes register by name (`tfhp.compression.register`); the flag
+Momentum correction (`momentum` m > 0; Lin et al. 2018, "Deep Gradient Compression"): the
+sender, not the update, applies the momentum. It keeps a velocity u per gradient, and each
+step u becomes m u + g and is what gets compressed (with the residual, under error feedback);
+the update then applies the mean of the payloads with plain SGD (--optimizer=sgd). Momentum
+applied after decompression instead multiplies each late burst the residual releases by
+1 / (1 - m), tenfold at 0.9, which sent randomk to chance in the compression study
+(docs/results.md). Schemes that send a few elements whole (`masks_momentum`: top-k,
+random-k) also zero u where an element was sent (momentum factor masking), so the velocity of
+an element already sent does not push it again.
+
+The residual and the velocity are local variables (run `tf.local_variables_initializer()`);
+checkpoints do not hold them, so a restored run starts with r = 0 and u = 0. Schemes without
+error feedback or momentum keep no state and `send` is `compress`. Schemes register by name (`tfhp.compression.register`); the flag
 --gradient_compression picks one.
 """
 import abc
@@ -43,11 +53,17 @@ class Compressor(abc.ABC):
         for the link bound's expected traffic.
       error_feedback: `send` adds a per-gradient residual of what earlier payloads left out
         (the module docstring's protocol).
+      momentum: the senders' momentum m under momentum correction (module doc); 0: none
+        (`tfhp.compression.get` sets it from --momentum_correction).
+      masks_momentum: with momentum, an element's velocity restarts once it is sent (for
+        schemes that send a few elements whole).
     """
     name = None
     summable = True
     wire_ratio = 1.0
     error_feedback = False
+    momentum = 0.0
+    masks_momentum = False
 
     @abc.abstractmethod
     def compress(self, tensor):
@@ -60,19 +76,37 @@ class Compressor(abc.ABC):
 
     def send(self, tensor):
         """The payload to send for `tensor` this step, in the caller's (the sender's) device
-        scope: `compress(tensor)`, or with error feedback `compress(tensor + residual)`, the
-        residual updated before the payload is available."""
-        if not self.error_feedback:
+        scope: `compress(tensor)`; with momentum `tensor` is first added to the velocity, and
+        with error feedback the residual is added before compressing (module doc). The state
+        is updated before the payload is available."""
+        if not (self.error_feedback or self.momentum):
             return self.compress(tensor)
         if not tensor.shape.is_fully_defined():
-            raise ValueError('error feedback keeps a residual of the gradient\'s shape, which '
-                             'must be static; %s has shape %s' % (tensor.name, tensor.shape))
-        residual = tf.Variable(tf.zeros(tensor.shape, tensor.dtype), trainable=False,
-                               collections=[tf.GraphKeys.LOCAL_VARIABLES],
-                               name='error_feedback_residual')
-        corrected = tensor + residual.read_value()
+            raise ValueError('error feedback and momentum correction keep state of the '
+                             'gradient\'s shape, which must be static; %s has shape %s'
+                             % (tensor.name, tensor.shape))
+        updates = []
+        value = tensor
+        if self.momentum:
+            velocity = _state(tensor, 'momentum_correction_velocity')
+            value = self.momentum * velocity.read_value() + tensor
+        corrected = value
+        if self.error_feedback:
+            residual = _state(tensor, 'error_feedback_residual')
+            corrected = value + residual.read_value()
         payload = self.compress(corrected)
         sent = self.decompress(payload, tensor.dtype, tensor.shape)
-        keep = residual.assign(corrected - sent, read_value=False)
-        with tf.control_dependencies([keep]):
+        if self.error_feedback:
+            updates.append(residual.assign(corrected - sent, read_value=False))
+        if self.momentum:
+            if self.masks_momentum:
+                value *= tf.cast(tf.equal(sent, 0), value.dtype)
+            updates.append(velocity.assign(value, read_value=False))
+        with tf.control_dependencies(updates):
             return tf.nest.map_structure(tf.identity, payload)
+
+
+def _state(tensor, name):
+    """A local variable of `tensor`'s shape and dtype, zero at first, on the caller's device."""
+    return tf.Variable(tf.zeros(tensor.shape, tensor.dtype), trainable=False,
+                       collections=[tf.GraphKeys.LOCAL_VARIABLES], name=name)

@@ -28,6 +28,7 @@ class Sparse(base.Compressor):
       error_feedback: keep a residual per gradient (what was not sent goes out later).
     """
     summable = False
+    masks_momentum = True
 
     def __init__(self, fraction, error_feedback):
         if not 0 < fraction <= 1:

@@ -50,6 +50,10 @@ def _check_in_graph_replication(cfg):
                    'devices, or to what between-graph workers send; got %r in one graph',
                    replication.compression_flag,
                    _update_flag(lambda s: s.tower_all_reduce), replication.variable_update)
+    errors.require(not replication.momentum_correction or cfg.optimizer.optimizer == 'sgd',
+                   '--momentum_correction applies the momentum on the senders; the update '
+                   'must be plain SGD (--optimizer=sgd), got --optimizer=%s',
+                   cfg.optimizer.optimizer)
     in_graph_async = _in_graph_async(cfg)
     errors.require(not in_graph_async or (strategy.asynchronous and strategy.one_graph and
                                           not replication.staged_reads),

@@ -42,6 +42,10 @@ class ReplicationConfig:
         the all-reduce or for sending them between tasks ('none': as they are).
       compression_fraction: the share of each gradient's elements a sparse scheme (topk,
         randomk) sends, in (0, 1] (None: the scheme's default, 0.01).
+      momentum_correction: the senders' momentum m for compressed gradients, in [0, 1) (0:
+        off): each sender compresses its velocity u = m u + g, and the update applies the
+        payloads with plain SGD (`tfhp.compression.base`; needs --optimizer=sgd and a
+        --gradient_compression).
       staged_vars: parameter_server reads variables through staging areas (one-step-stale
         weights; see tfhp.replication.staged_vars).
       variable_consistency: 'strong' (every step reads the weights of every update before
@@ -59,6 +63,7 @@ class ReplicationConfig:
     gradient_transfer_dtype: str = 'float32'
     gradient_compression: str = compression.NONE
     compression_fraction: Optional[float] = None
+    momentum_correction: float = 0.0
     staged_vars: bool = False
     variable_consistency: str = 'strong'
 
@@ -83,6 +88,12 @@ class ReplicationConfig:
         if self.gradient_transfer_dtype != 'float32':
             return self.gradient_transfer_dtype
         return self.gradient_compression
+
+    def compressor(self):
+        """The `tfhp.compression` Compressor these settings name (None: gradients travel as
+        they are); imports TensorFlow."""
+        return compression.get(self.compression, self.compression_fraction,
+                               self.momentum_correction)
 
     @property
     def compression_flag(self):
@@ -131,6 +142,12 @@ class ReplicationConfig:
                            'the elements (%s), not to %s=%s',
                            ', '.join(compression.fraction_schemes()), self.compression_flag,
                            self.compression)
+        errors.require(0 <= self.momentum_correction < 1,
+                       '--momentum_correction must be in [0, 1), got %r',
+                       self.momentum_correction)
+        errors.require(not self.momentum_correction or self.compression != compression.NONE,
+                       '--momentum_correction moves the momentum to the senders of compressed '
+                       'gradients; without --gradient_compression use --optimizer=momentum')
         errors.require(self.gradient_transfer_dtype == 'float32' or
                        self.gradient_compression == compression.NONE,
                        '--gradient_transfer_dtype and --gradient_compression both compress '

@@ -4,7 +4,6 @@ registered here (`ONE_GRAPH`, `GRAPH_PER_WORKER`); what each strategy supports i
 import collections
 import functools
 
-from tfhp import compression
 from tfhp import modes
 from tfhp.ops import allreduce
 from tfhp.ops import allreduce_builder
@@ -98,8 +97,7 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     packer = _packer(replication_config)
     fused = dict(packer=packer) if packer else {}
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
-                  compression.get(replication_config.compression,
-                                  replication_config.compression_fraction), remedies,
+                  replication_config.compressor(), remedies,
                   **staged, **fused)
 
 
@@ -112,8 +110,7 @@ def _build(builders, name, where, *args, **kwargs):
 def _parameter_server(cfg, topology):
     return parameter_server.ParameterServer(topology.tower_devices, topology.variable_devices,
                                             staged_vars=cfg.staged_reads,
-                                            compressor=compression.get(cfg.compression,
-                                                                       cfg.compression_fraction))
+                                            compressor=cfg.compressor())
 
 
 def _replicated(cfg, topology):
@@ -233,7 +230,7 @@ def make_all_reduce(replication_config, topology):
                                            group_size=(len(devices) + 1) // 2)
     else:
         algorithm = allreduce.CopyToDevice(topology.variable_devices)
-    compressor = compression.get(cfg.compression, cfg.compression_fraction)
+    compressor = cfg.compressor()
     if compressor is not None:
         algorithm = allreduce.Compressed(algorithm, compressor)
     return algorithm
