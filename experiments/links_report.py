@@ -50,9 +50,12 @@ def fit(points):
 
 
 def _subject(record):
-    """The model of a saturation record, and its transfer unless the default (in turn)."""
+    """The model of a saturation record, its transfer unless the default (in turn), and the
+    TCP congestion control where the record says it (since the option exists)."""
     transfer = record.get('transfer', link_jobs.IN_TURN)
-    return record['model'] + ('' if transfer == link_jobs.IN_TURN else ', ' + transfer)
+    parts = [record['model']] + ([transfer] if transfer != link_jobs.IN_TURN else []) + (
+        ['TCP ' + record['congestion_control']] if record.get('congestion_control') else [])
+    return ', '.join(parts)
 
 
 def saturation_conclusion(records):

@@ -31,9 +31,11 @@ PATH_<study>.png when several run).
   python -m experiments.links_study --studies=modes,precision,backup --repeats=3
   python -m experiments.links_study --studies=saturation --models=null_dense \
       --saturation_transfers=pipelined --num_ps=1,2,3 --link_congestion_control=cubic
+  python -m experiments.links_study --studies=saturation --replot=a.jsonl,b.jsonl --plot=s.png
 The --link_* flags set how the links behave, as the launcher's do (tfhp.launcher.links).
 """
 import functools
+import json
 import os
 import sys
 
@@ -73,6 +75,8 @@ def define_flags():
                       'each chunk pulled once applied, while later ones are pushed).'
                       % (link_jobs.IN_TURN, link_jobs.PIPELINED, presets.PIPELINE_BYTES))
     link_flags.define()
+    flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records (of '
+                      'several runs: a panel per model, transfer and rate) and run nothing.')
     flags.DEFINE_list('modes', list(presets.LINKS), 'modes: the modes (%s).' % ', '.join(
         '%s: %s' % (name, preset.label) for name, preset in presets.LINKS.items()))
     flags.DEFINE_string('modes_model', 'null_dense', 'modes: model.')
@@ -227,8 +231,37 @@ def _check_flags():
     link_flags.options()
 
 
+def replot(paths, studies, path):
+    """Draws each study of `studies` at `path` (`plot_path`) from the records in the JSON-lines
+    files at `paths`, captioned with their runs' captions (`provenance.join`); runs nothing.
+
+    Raises:
+      ValueError: no records of those studies in the files.
+    """
+    records = []
+    for records_file in paths:
+        with open(records_file) as f:
+            records += [r for r in map(json.loads, filter(str.strip, f))
+                        if r.get('study') in studies]
+    if not records:
+        raise ValueError('--replot: no records of %s in %s' % (', '.join(studies),
+                                                               ', '.join(paths)))
+    drawn = [name for name in studies if any(r['study'] == name for r in records)]
+    for name in drawn:
+        done = [r for r in records if r['study'] == name]
+        caption = provenance.join(sorted({r['caption'] for r in done if r.get('caption')}))
+        common.draw(lambda out: links_report.PLOTS[name](done, out, caption or None),
+                    plot_path(path, name, len(drawn) > 1))
+
+
 def study():
-    """The studies of --studies, measured in rounds over all their jobs, each reported."""
+    """The studies of --studies, measured in rounds over all their jobs, each reported; or,
+    with --replot, drawn again from written records."""
+    if FLAGS.replot:
+        if not FLAGS.plot:
+            raise app.UsageError('--replot draws --plot: give --plot')
+        replot(FLAGS.replot, FLAGS.studies, FLAGS.plot)
+        return 0
     try:
         _check_flags()
         links.check_available()
@@ -242,7 +275,7 @@ def study():
     records = common.repeat_in_rounds([measures[s][i] for s, i in order], FLAGS.repeats,
                                       FLAGS.seed, link_jobs.FIGURES)
     for name in FLAGS.studies:
-        done = [r for (s, _), r in zip(order, records) if s == name]
+        done = [dict(r, caption=caption) for (s, _), r in zip(order, records) if s == name]
         links_report.REPORTS[name](done)
         common.write_records(done, FLAGS.result_file)
         if FLAGS.plot:

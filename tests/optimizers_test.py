@@ -66,10 +66,11 @@ def test_decay_then_warm_up():
     ({'loss_scale': 'auto'}, False),
     ({'synchronous': False}, False),        # an async gradient was taken at older weights
     ({'staged_reads': True}, False),        # so was a staged one
+    ({'momentum_on_senders': True}, False),  # the decay's gradient rides the momentum
 ])
 def test_weight_decay_moves_into_the_update_only_where_it_is_the_same_step(changes, expected):
     settings = dict(optimizer='sgd', weight_decay=4e-5, gradient_clip=None, loss_scale=None,
-                    synchronous=True, staged_reads=False)
+                    synchronous=True, staged_reads=False, momentum_on_senders=False)
     settings.update(changes)
     cfg = config_lib.OptimizerConfig(**{name: settings.pop(name) for name in (
         'optimizer', 'weight_decay', 'gradient_clip')})

@@ -276,7 +276,8 @@ def _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size
         batch_size if in_graph_async else batch_size * topology.num_towers, examples_per_epoch)
     verbosity = cfg.profile.summary_verbosity if cfg.profile.save_summaries_steps else 0
     decay_in_update = optimizers.decays_in_update(
-        cfg.optimizer, scale, topology.synchronous, cfg.replication.staged_reads)
+        cfg.optimizer, scale, topology.synchronous, cfg.replication.staged_reads,
+        momentum_on_senders=bool(cfg.replication.momentum_correction))
     optimizer_fn = _optimizer_fn(cfg.optimizer, rate, scale, decay_in_update, verbosity)
     step_kwargs = dict(weight_decay=cfg.optimizer.weight_decay,
                        gradient_clip=cfg.optimizer.gradient_clip, loss_scale=scale,

@@ -93,14 +93,15 @@ class DecayingGradientDescent(tf.train.GradientDescentOptimizer):
         return self._resource_apply_dense(dense, handle)
 
 
-def decays_in_update(optimizer_config, loss_scale, synchronous, staged_reads):
+def decays_in_update(optimizer_config, loss_scale, synchronous, staged_reads,
+                     momentum_on_senders=False):
     """Whether `make_optimizer` may apply the weight decay in the update
     (`DecayingGradientDescent`): plain SGD with a decay, in synchronous steps whose towers read
-    the variables' current values, with no clipping or loss scale acting on the gradient the
-    decay would otherwise be part of."""
+    the variables' current values, with no clipping, loss scale or senders' momentum
+    (--momentum_correction) acting on the gradient the decay would otherwise be part of."""
     cfg = optimizer_config
     return (cfg.optimizer == 'sgd' and cfg.weight_decay > 0 and cfg.gradient_clip is None and
-            loss_scale is None and synchronous and not staged_reads)
+            loss_scale is None and synchronous and not staged_reads and not momentum_on_senders)
 
 
 def make_optimizer(optimizer_config, rate, decay_in_update=False):

@@ -12,10 +12,12 @@ OPTIONS = convergence.Options(num_replicas=2, batch_size=16, num_steps=10, eval_
 
 
 def test_each_scheme_trains_and_is_compared_with_float32(shapes_dir, tmp_path, capsys):
-    # float32 and sign: a scheme that cannot be summed, with a residual per tower.
+    # float32 and sign: a scheme that cannot be summed, with a residual per tower; its
+    # momentum on the senders (momentum correction), float32's in its optimizer.
     schemes = ['none', 'sign']
     rows = [lambda seed, s=s: study.measure(s, None, None, OPTIONS, shapes_dir, str(tmp_path),
-                                            [], seed) for s in schemes]
+                                            [], seed, momentum_correction=0.9)
+            for s in schemes]
     records = study.compare_to_float32(
         common.repeat_in_rounds(rows, 1, 7, study.FIGURES))
     assert [r['label'] for r in records] == ['float32', 'sign']
@@ -28,6 +30,9 @@ def test_each_scheme_trains_and_is_compared_with_float32(shapes_dir, tmp_path, c
         assert math.isfinite(record['final_loss']['median']) and record['final_loss']['n'] == 1
         # Each run trained with its scheme: the flag reached tfhp.
         assert '--gradient_compression=' + record['scheme'] in record['extra_flags']
+        assert record['momentum_correction'] == 0.9
+    assert {'--optimizer=momentum', '--momentum=0.9'} <= set(records[0]['extra_flags'])
+    assert {'--optimizer=sgd', '--momentum_correction=0.9'} <= set(records[1]['extra_flags'])
     assert 'verdict' not in records[0]
     for record in records[1:]:
         # One repeat separates nothing (experiments/stats.py).

@@ -94,6 +94,8 @@ def test_rows_and_plot_paths():
     assert (labels['transfer'], num_ps, num_workers, rate) == ('pipelined', 3, 2, '1gbit')
     assert '--ps_pipeline_bytes=524288' in args and row.keywords == {'link_options': cubic}
     assert links_report._subject(dict(labels)) == 'null_dense, pipelined'
+    assert links_report._subject(dict(labels, congestion_control='cubic')) == (
+        'null_dense, pipelined, TCP cubic')
     assert links_report._subject({'model': 'lenet'}) == 'lenet'  # records from before
     assert [label for label, _, _ in links_study.backup_configurations(3, 50)] == [
         'every gradient, no straggler', 'every gradient, straggler', 'one backup, straggler',
