@@ -253,21 +253,23 @@ def plot_saturation(records, path, caption=None):
 
 
 def plot_modes(records, path, caption=None):
-    """Step time vs workers per mode (measured, and its estimate dashed)."""
+    """Step time vs workers per mode, measured and, dotted, its duplex bound: the busiest NIC's
+    measured bytes in one direction over its rate in the timed steps (modes that move the
+    same bytes share a bound line); the gap between the two is what the mode leaves unused."""
     series = []
     for index, (label, rows) in enumerate(_groups(records, lambda r: r['label']).items()):
         xs = [r['num_workers'] for r in rows]
         series.append((label, xs, [r.get('global_step_ms') for r in rows],
                        {'color': 'C%d' % index}))
-        estimate = [r.get('turns_ms') or r.get('bound_ms') for r in rows]
-        if any(estimate):
-            series.append(('_estimate', xs, _exact(estimate), dict(_COMPUTED, color='C%d' % index,
-                                                          linestyle='--')))
+        bound = [_median(r, 'timed_comm_bound_ms') for r in rows]
+        if any(bound):
+            series.append(('_bound', xs, _exact(bound), dict(_COMPUTED, color='C%d' % index,
+                                                             linestyle=':')))
     workers = sorted({r['num_workers'] for r in records})
     plots.line_panels(path, [('%s on %s links' % (records[0]['model'], records[0]['rate']),
                               series, [])], 'workers', 'global step time, ms',
-                      title='synchronous modes (dashed: the in-turn estimate, or the ring\'s '
-                      'bound); %s' % plots.spread_text(records[0]['repeats']),
+                      title='synchronous modes, dotted: each one\'s duplex bound; %s'
+                      % plots.spread_text(records[0]['repeats']),
                       xticks=[(w, str(w)) for w in workers],
                       caption=caption)
 
