@@ -189,6 +189,7 @@ def test_the_validation_plot_draws_predicted_against_measured(tmp_path):
     emulated_cluster.plot(records, path)
     with open(path, 'rb') as f:
         assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+    emulated_cluster.plot(records, str(tmp_path / 'validation.svg'))
     svg = (tmp_path / 'validation.svg').read_text()
     # Records without a queue ran before the fair queue: FIFO; a floor on TCP's timeout is
     # named. Each distinct caption is drawn.
