@@ -33,8 +33,8 @@ an element already sent does not push it again.
 
 The residual and the velocity are local variables (run `tf.local_variables_initializer()`);
 checkpoints do not hold them, so a restored run starts with r = 0 and u = 0. Schemes without
-error feedback or momentum keep no state and `send` is `compress`. Schemes register by name (`tfhp.compression.register`); the flag
---gradient_compression picks one.
+error feedback or momentum keep no state and `send` is `compress`. Schemes register by name
+(`tfhp.compression.register`); the flag --gradient_compression picks one.
 """
 import abc
 
