@@ -137,18 +137,11 @@ def repeat_in_rounds(measures, repeats, base_seed, figures):
     return [stats.combine(row_runs, figures, seeds) for row_runs in runs]
 
 
-def with_svg(path):
-    """The files a figure goes to: `path`, and beside it the same figure as an SVG (one file
-    when `path` is an SVG already)."""
-    svg = os.path.splitext(path)[0] + '.svg'
-    return (path,) if svg == path else (path, svg)
-
-
 def draw(plot_one, path):
-    """Draws a figure with plot_one(file) at `path` and as an SVG beside it (`with_svg`),
-    printing each file written: every study's --plot gets its vector twin."""
-    for out in with_svg(path):
-        plot_one(out)
+    """Draws a figure with plot_one(file) at `path` and as an SVG beside it
+    (`plots.draw_with_svg`), printing each file written: every study's --plot gets its vector
+    twin."""
+    for out in plots.draw_with_svg(plot_one, path):
         print('Wrote %s' % out)
 
 

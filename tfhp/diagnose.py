@@ -374,8 +374,11 @@ def main(argv):
         print('tfhp.diagnose: error: %s' % e, file=sys.stderr)
         return 2
     if cli.FLAGS.plot:
-        plots.stage_breakdown(cli.FLAGS.plot, diagnosis, caption=provenance.caption())
-        print('plot: %s' % cli.FLAGS.plot)
+        caption = provenance.caption()
+        for path in plots.draw_with_svg(
+                lambda out: plots.stage_breakdown(out, diagnosis, caption=caption),
+                cli.FLAGS.plot):
+            print('plot: %s' % path)
     return 0
 
 

@@ -26,6 +26,7 @@ or a shaded band. A None median or bound (a target not reached) is left out of t
 import functools
 import io
 import math
+import os
 import statistics
 import textwrap
 
@@ -67,6 +68,17 @@ def output_format(path):
     """'svg' or 'pdf' for a path ending so (any case), else 'png'."""
     suffix = path.rpartition('.')[2].lower() if '.' in path else ''
     return suffix if suffix in VECTOR_FORMATS else 'png'
+
+
+def draw_with_svg(plot_one, path):
+    """Draws a figure with plot_one(file) at `path` and, unless `path` is an SVG already, as an
+    SVG beside it; returns the files written. Every figure tfhp draws for a reader gets its
+    vector twin this way."""
+    svg = os.path.splitext(path)[0] + '.svg'
+    files = (path,) if svg == path else (path, svg)
+    for out in files:
+        plot_one(out)
+    return files
 
 
 def spread_text(count, noun='repeats'):

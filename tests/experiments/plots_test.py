@@ -89,5 +89,7 @@ def test_benchmark_plots_write_pngs(tmp_path):
 
 
 def test_a_figure_goes_to_its_path_and_an_svg_beside_it():
-    assert common.with_svg('out/fig.png') == ('out/fig.png', 'out/fig.svg')
-    assert common.with_svg('out/fig.svg') == ('out/fig.svg',)
+    drawn = []
+    assert plots.draw_with_svg(drawn.append, 'out/fig.png') == ('out/fig.png', 'out/fig.svg')
+    assert plots.draw_with_svg(drawn.append, 'out/fig.svg') == ('out/fig.svg',)
+    assert drawn == ['out/fig.png', 'out/fig.svg', 'out/fig.svg']
