@@ -18,6 +18,14 @@ whether it is real or within noise (experiments/stats.py: ranges apart, at 3 rep
 A scheme without error feedback follows its twin with it (same compressor, same fraction), and
 the conclusion says what the feedback buys.
 
+--downlinks adds compressed downlink deltas (--downlink_compression): each scheme also trains
+with the variables sent back to the workers as deltas in each of those schemes. Deltas need
+workers that keep copies, so with any downlink other than 'none' every row (float32 too) runs
+as between-graph synchronous workers of distributed_replicated, --num_replicas workers and one
+ps on loopback (four_combos' between_graph_sync without its spare: every worker must apply
+every delta), and a row's label names its downlink. Accuracy is the masters' (the checkpoint's),
+which lead what the workers hold by what the deltas have not yet carried.
+
 --momentum_correction=m moves the momentum to the senders of the compressed schemes (deep
 gradient compression's momentum correction, `tfhp.compression.base`): each runs with
 --optimizer=sgd --momentum_correction=m, while float32 keeps --optimizer=momentum --momentum=m,
@@ -26,6 +34,7 @@ the same training without compression (needs --optimizer=momentum).
   python -m experiments.compression_accuracy --plot=accuracy.png   # every scheme, 3 repeats
   python -m experiments.compression_accuracy --schemes=none,sign,sign_noef --repeats=5
   python -m experiments.compression_accuracy --momentum_correction=0.9 --plot=corrected.png
+  python -m experiments.compression_accuracy --schemes=none,sign --downlinks=none,sign
 """
 import dataclasses
 import functools
@@ -50,9 +59,13 @@ from tfhp.data import info as info_lib
 FLAGS = flags.FLAGS
 SCHEMES = ('none', 'float16', 'bfloat16', 'sign', 'sign_noef', 'topk', 'topk_noef', 'randomk')
 COMBO = presets.combo(modes.IN_GRAPH, synchronous=True)
+# With compressed downlink deltas: workers keeping copies of the ps's variables.
+DOWNLINK_COMBO = presets.combo(modes.BETWEEN_GRAPH, synchronous=True)
+DOWNLINK_FLAGS = ('--variable_update=distributed_replicated',)
 FIGURES = ('final_accuracy', 'final_loss', 'images_per_sec')
 TABLE = [('scheme', 'label', None), ('error feedback', 'error_feedback', None),
-         ('wire ratio', 'wire_ratio', '%.3f'), ('val top-1', 'final_accuracy', '%.3f'),
+         ('wire ratio', 'wire_ratio', '%.3f'), ('down ratio', 'downlink_ratio', '%.3f'),
+         ('val top-1', 'final_accuracy', '%.3f'),
          ('vs float32', 'accuracy_vs_float32', '%+.3f'), ('verdict', 'verdict', None),
          ('final loss', 'final_loss', '%.2f')]
 
@@ -68,9 +81,11 @@ def wire_ratio(scheme, fraction=None):
     return compressor.wire_ratio if compressor else 1.0
 
 
-def label(scheme):
-    """A scheme's row label: 'float32' for uncompressed gradients, else its name."""
-    return 'float32' if scheme == compression.NONE else scheme
+def label(scheme, downlink=compression.NONE):
+    """A row's label: 'float32' for uncompressed gradients, else the scheme's name; then the
+    downlink's scheme when the variables come back compressed."""
+    name = 'float32' if scheme == compression.NONE else scheme
+    return name if downlink == compression.NONE else '%s, %s down' % (name, downlink)
 
 
 def twins(schemes, fraction=None):
@@ -108,7 +123,7 @@ def momentum_flags(scheme, momentum_correction):
 
 
 def measure(scheme, twin, fraction, options, data_dir, work_dir, tfhp_flags, seed,
-            momentum_correction=0.0):
+            momentum_correction=0.0, downlink=None):
     """Trains and evaluates one scheme with one seed; its record.
 
     Args:
@@ -119,23 +134,36 @@ def measure(scheme, twin, fraction, options, data_dir, work_dir, tfhp_flags, see
       tfhp_flags: further tfhp flags (--tfhp_flags).
       seed: this repeat's --tf_random_seed.
       momentum_correction: the senders' momentum (`momentum_flags`); 0: the optimizer's.
+      downlink: None: in one graph (COMBO); else a --downlink_compression scheme ('none':
+        float32 values), between graphs (DOWNLINK_COMBO).
     """
     compressor = _compressor(scheme, fraction)
     extra = ['--gradient_compression=' + scheme] + momentum_flags(scheme, momentum_correction)
-    if fraction is not None and compression.takes_fraction(scheme):
+    if fraction is not None and (compression.takes_fraction(scheme) or
+                                 compression.takes_fraction(downlink or compression.NONE)):
         extra.append('--compression_fraction=%g' % fraction)
-    record = convergence.run_combo(COMBO, options, data_dir, work_dir,
-                                   list(tfhp_flags) + extra, label(scheme), seed)
-    return dict(record, study='compression_accuracy', scheme=scheme,
-                twin_of=twin and label(twin), fraction=getattr(compressor, 'fraction', None),
+    combo = COMBO
+    if downlink is not None:
+        combo = DOWNLINK_COMBO
+        options = dataclasses.replace(options, spare_replicas=0)
+        extra += list(DOWNLINK_FLAGS) + ['--downlink_compression=' + downlink]
+    down = downlink or compression.NONE
+    record = convergence.run_combo(combo, options, data_dir, work_dir,
+                                   list(tfhp_flags) + extra, label(scheme, down), seed)
+    return dict(record, study='compression_accuracy', scheme=scheme, downlink=down,
+                twin_of=twin and label(twin, down),
+                fraction=getattr(compressor, 'fraction', None),
                 error_feedback=compressor.error_feedback if compressor else None,
-                wire_ratio=wire_ratio(scheme, fraction), momentum_correction=momentum_correction)
+                wire_ratio=wire_ratio(scheme, fraction),
+                downlink_ratio=wire_ratio(down, fraction),
+                momentum_correction=momentum_correction)
 
 
 def compare_to_float32(records):
     """Marks each record against float32's (`stats.mark`) and adds the difference of the top-1
     medians ('accuracy_vs_float32') and its 'verdict'; without a float32 row, nothing."""
-    reference = [r for r in records if r['scheme'] == compression.NONE]
+    reference = [r for r in records if r['scheme'] == compression.NONE and
+                 r.get('downlink', compression.NONE) == compression.NONE]
     if not reference:
         return records
     stats.mark(records, reference[0], FIGURES)
@@ -188,14 +216,17 @@ _KINDS = (('error feedback', lambda r: bool(r['error_feedback'])),
           ('no error feedback', lambda r: bool(r['twin_of'])))
 
 
-def title(options, momentum_correction=0.0):
-    """The plot's title: the model, replicas, steps, optimizer (and where its momentum is
-    applied) and the spread drawn."""
+def title(options, momentum_correction=0.0, between_graph=False):
+    """The plot's title: the model, replicas (between-graph workers of distributed_replicated
+    when `between_graph`), steps, optimizer (and where its momentum is applied) and the spread
+    drawn."""
     optimizer = ('momentum %g on the compressed schemes\' senders, SGD updates'
                  % momentum_correction if momentum_correction else
                  '%s optimizer' % options.optimizer)
-    return '%s, %d replicas, %d steps of %d per replica, %s, learning rate %g; %s' % (
-        options.model, options.num_replicas, options.num_steps, options.batch_size,
+    replicas = ('workers of distributed_replicated (1 ps)' if between_graph else
+                'replicas in one graph')
+    return '%s, %d %s, %d steps of %d per replica, %s, learning rate %g; %s' % (
+        options.model, options.num_replicas, replicas, options.num_steps, options.batch_size,
         optimizer, options.learning_rate, plots.spread_text(options.repeats))
 
 
@@ -238,13 +269,16 @@ def study():
                          '--optimizer=momentum; got --optimizer=%s'
                          % (corrected, options.optimizer))
     fraction = FLAGS.compression_fraction
+    common.check_choices('downlinks', FLAGS.downlinks, compression.names())
     pairs = twins(FLAGS.schemes, fraction)
+    # Any compressed downlink puts every row between graphs (the module doc).
+    downlinks = ([None] if FLAGS.downlinks == [compression.NONE] else FLAGS.downlinks)
     rows = [functools.partial(measure, s, pairs.get(s), fraction, options, data_dir,
                               FLAGS.work_dir, FLAGS.tfhp_flags,
-                              momentum_correction=corrected)
-            for s in ordered(FLAGS.schemes, fraction)]
+                              momentum_correction=corrected, downlink=d)
+            for s in ordered(FLAGS.schemes, fraction) for d in downlinks]
     chance = Chance.of(data_dir)
-    heading = title(options, corrected)
+    heading = title(options, corrected, between_graph=downlinks != [None])
     caption = provenance.caption()  # the commit that ran, not the one at the end
 
     def table(records):
@@ -261,6 +295,10 @@ if __name__ == '__main__':
     flags.DEFINE_list('schemes', list(SCHEMES), 'Gradient compression schemes (none: float32).')
     flags.DEFINE_float('compression_fraction', None, 'Share of the elements the sparse schemes '
                        'send (default: each scheme\'s registered one, 0.01).')
+    flags.DEFINE_list('downlinks', [compression.NONE], 'Each scheme also trained with the '
+                      'variables sent back as deltas in each of these --downlink_compression '
+                      'schemes (none: float32); any but none runs every row between graphs '
+                      '(distributed_replicated).')
     flags.DEFINE_float('momentum_correction', 0.0, 'The compressed schemes\' senders apply '
                        'this momentum, their updates plain SGD; float32 runs the momentum '
                        'optimizer at it (0: every scheme runs --optimizer).')

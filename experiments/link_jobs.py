@@ -76,13 +76,15 @@ def job_args(model, steps, warmup_steps, extra=()):
             list(extra))
 
 
-def _wire_ratio(tfhp_args):
-    """Bytes a gradient element puts on the wire over its float32 bytes, for the flags' scheme."""
+def _wire_ratios(tfhp_args):
+    """Bytes a gradient element and a variable element put on the wire over their float32
+    bytes, for the flags' schemes (--gradient_compression, --downlink_compression)."""
     replication = config_lib.ReplicationConfig(
         gradient_compression=plan.flag_value(tfhp_args, 'gradient_compression', compression.NONE),
         gradient_transfer_dtype=plan.flag_value(tfhp_args, 'gradient_transfer_dtype', 'float32'))
-    compressor = compression.get(replication.compression)
-    return compressor.wire_ratio if compressor else 1.0
+    schemes = (replication.compression,
+               plan.flag_value(tfhp_args, 'downlink_compression', compression.NONE))
+    return [c.wire_ratio if c else 1.0 for c in map(compression.get, schemes)]
 
 
 def expected(chief, num_ps, num_workers, rates, tfhp_args):
@@ -96,9 +98,8 @@ def expected(chief, num_ps, num_workers, rates, tfhp_args):
         ps_bytes = link_bound.ps_task_bytes(chief.get('variable_bytes_by_device', {}), num_ps)
         if not sum(ps_bytes):  # distributed_replicated's masters are not trainable variables
             ps_bytes = [model_bytes / num_ps] * num_ps
-    traffic = link_bound.expected_traffic(
-        update, num_workers, model_bytes, ps_bytes,
-        _wire_ratio(tfhp_args))
+    traffic = link_bound.expected_traffic(update, num_workers, model_bytes, ps_bytes,
+                                          *_wire_ratios(tfhp_args))
     figures = {'model_mb': model_bytes / 1e6}
     if rates:
         figures['bound_ms'] = max(link_bound.bound_ms(traffic, rates)[0].values())

@@ -148,11 +148,18 @@ def report_modes(records):
             'parameter_server, 1 ps, on as many workers', conclusion)
 
 
+def _sent(record):
+    """How a precision record's job sent its gradients, and its variables when compressed
+    (records from before --precision_downlinks have no 'downlink')."""
+    downlink = record.get('downlink', 'none')
+    return record['gradients'] + ('' if downlink == 'none' else ', %s down' % downlink)
+
+
 def precision_conclusion(records):
     """Lines: per update and scheme, time saved vs float32 against bytes saved."""
     lines = []
     for update, group in _groups(records, lambda r: r['update']).items():
-        base = next((r for r in group if r['gradients'] == 'float32'), None)
+        base = next((r for r in group if _sent(r) == 'float32'), None)
         for r in group:
             if r is base or not base:
                 continue
@@ -165,15 +172,17 @@ def precision_conclusion(records):
             lines.append(
                 '%s, %s: step %.0f%% shorter than float32%s; a worker sends %.2f of float32\'s '
                 'bytes (%.1f of %.1f MB) and receives %.2f; its link carries %.0f%% fewer bytes'
-                % (update, r['gradients'], 100.0 * (1 - step / step32),
+                % (update, _sent(r), 100.0 * (1 - step / step32),
                    _marked(r, 'global_step_ms'), up / up32, up, up32, down / down32,
                    100.0 * (1 - (up + down) / (up32 + down32))))
     return lines
 
 
 def report_precision(records):
-    _mark(records, lambda r: r['update'], lambda r: r['gradients'] == 'float32')
-    _report(records, [('update', 'update', None), ('gradients', 'gradients', None),
+    _mark(records, lambda r: r['update'], lambda r: _sent(r) == 'float32')
+    for r in records:
+        r['sent'] = _sent(r)
+    _report(records, [('update', 'update', None), ('sent', 'sent', None),
                       ('workers', 'num_workers', '%d'), ('rate', 'rate', None)] +
             _LINK_COLUMNS + [('worker MB out', 'worker_sent_mb', '%.2f'),
                              ('worker MB in', 'worker_received_mb', '%.2f'),
@@ -278,8 +287,8 @@ def plot_precision(records, path, caption=None):
     """Bars: step time, and a worker's bytes sent and received per step, per update and the
     way gradients are sent."""
     updates = list(_groups(records, lambda r: r['update']))
-    by = {(r['update'], r['gradients']): r for r in records}
-    dtypes = list(_groups(records, lambda r: r['gradients']))
+    by = {(r['update'], _sent(r)): r for r in records}
+    dtypes = list(_groups(records, _sent))
 
     def series(key):
         return [(d, [by.get((u, d), {}).get(key) for u in updates]) for d in dtypes]

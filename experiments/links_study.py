@@ -16,7 +16,9 @@ loopback's memory speed, carries the parameters. Studies (--studies):
   precision   gradients sent in float32 vs each scheme of --precision_schemes (default bfloat16,
               float16; any --gradient_compression: sign, topk, randomk, ...) for each of
               --precision_updates at one rate: time saved against bytes saved; `*`: apart
-              from the same job in float32.
+              from the same job in float32. --precision_downlinks adds, for the updates
+              whose workers keep copies (distributed_replicated), variables sent back as
+              compressed deltas (--downlink_compression) with each gradient scheme.
   backup      one straggler (--straggler_delay_ms in its compute) and one backup worker
               (--replicas_to_aggregate = workers - 1), on loopback and on a shaped link;
               `*`: apart from every gradient awaited without a straggler at the same rate.
@@ -90,6 +92,9 @@ def define_flags():
     flags.DEFINE_list('precision_schemes', list(SCHEMES), 'precision: how gradients cross the '
                       'links: float32, or a --gradient_compression scheme (%s).'
                       % ', '.join(compression.names()[1:]))
+    flags.DEFINE_list('precision_downlinks', [compression.NONE], 'precision: how the variables '
+                      'come back, for the updates that can send deltas: none (as they are), '
+                      'or a --downlink_compression scheme.')
     flags.DEFINE_string('backup_model', 'null_dense', 'backup: model.')
     flags.DEFINE_list('backup_rates', ['loopback', '1gbit'], 'backup: link rates.')
     flags.DEFINE_integer('backup_workers', 3, 'backup: workers (one of them the straggler).')
@@ -132,24 +137,30 @@ BETWEEN_GRAPH = modes.names(lambda s: s.graph_per_worker)
 
 
 def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schemes=SCHEMES,
-                   link_options=None):
+                   link_options=None, downlinks=(compression.NONE,)):
     """Measurements of each update with gradients sent in each scheme ('float32': as they are;
-    a scheme that cannot be summed is left out of the workers' all-reduce, which refuses it)."""
+    a scheme that cannot be summed is left out of the workers' all-reduce, which refuses it),
+    and the variables sent back in each of `downlinks` where the update can send deltas."""
     rows = []
     for update in updates:
-        worker_all_reduce = modes.strategy(update).worker_all_reduce
+        strategy = modes.strategy(update)
         for scheme in schemes:
             compressor = compression.get(scheme if scheme != 'float32' else compression.NONE)
-            if worker_all_reduce and compressor and not compressor.summable:
+            if strategy.worker_all_reduce and compressor and not compressor.summable:
                 continue
-            rows.append(_row(
-                {'study': 'precision', 'model': model, 'update': update, 'gradients': scheme,
-                 'label': '%s, %s' % (update, scheme)},
-                0 if worker_all_reduce else 1, num_workers,
-                link_jobs.job_args(model, steps, warmup_steps, [
-                    '--variable_update=' + update] + (
-                        ['--gradient_compression=' + scheme] if compressor else [])),
-                rate, link_options))
+            for downlink in downlinks if strategy.downlink_deltas else (compression.NONE,):
+                rows.append(_row(
+                    {'study': 'precision', 'model': model, 'update': update,
+                     'gradients': scheme, 'downlink': downlink,
+                     'label': '%s, %s%s' % (update, scheme, '' if downlink == compression.NONE
+                                            else ', %s down' % downlink)},
+                    0 if strategy.worker_all_reduce else 1, num_workers,
+                    link_jobs.job_args(model, steps, warmup_steps, [
+                        '--variable_update=' + update] + (
+                            ['--gradient_compression=' + scheme] if compressor else []) + (
+                            [] if downlink == compression.NONE else
+                            ['--downlink_compression=' + downlink])),
+                    rate, link_options))
     return rows
 
 
@@ -192,7 +203,8 @@ def rows(studies):
         'precision': lambda: precision_rows(FLAGS.precision_model, FLAGS.precision_rate,
                                             FLAGS.precision_workers, FLAGS.precision_updates,
                                             *steps, schemes=FLAGS.precision_schemes,
-                                            link_options=options),
+                                            link_options=options,
+                                            downlinks=FLAGS.precision_downlinks),
         'backup': lambda: backup_rows(FLAGS.backup_model, FLAGS.backup_rates,
                                       FLAGS.backup_workers, FLAGS.straggler_delay_ms, *steps,
                                       link_options=options),
@@ -222,6 +234,7 @@ def _check_flags():
     common.check_choices('precision_updates', FLAGS.precision_updates, BETWEEN_GRAPH)
     common.check_choices('precision_schemes', FLAGS.precision_schemes,
                          ('float32',) + compression.names()[1:])
+    common.check_choices('precision_downlinks', FLAGS.precision_downlinks, compression.names())
     if FLAGS.backup_workers < 2:
         raise app.UsageError('--backup_workers=%d: a backup needs at least 2 workers'
                              % FLAGS.backup_workers)

@@ -70,6 +70,14 @@ from tfhp import config as config_lib
      '--all_reduce_spec=xring/nccl uses nccl, which has no all-gather'),
     (lambda: config_lib.ReplicationConfig(gradient_compression='topk', momentum_correction=1.0),
      r'--momentum_correction must be in \[0, 1\), got 1.0'),
+    (lambda: config_lib.ReplicationConfig(downlink_compression='sign'),
+     '--downlink_compression sends deltas to the copies workers keep; it needs '
+     "--variable_update in distributed_replicated, got 'parameter_server'"),
+    (lambda: config_lib.ReplicationConfig(variable_update='distributed_replicated',
+                                          downlink_compression='sign',
+                                          compression_fraction=0.1),
+     '--compression_fraction applies to .* not to --gradient_compression=none with '
+     '--downlink_compression=sign'),
     (lambda: config_lib.ReplicationConfig(momentum_correction=0.9),
      'without --gradient_compression use --optimizer=momentum'),
     # The senders apply the momentum: an update with momentum would apply it twice.

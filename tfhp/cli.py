@@ -114,12 +114,16 @@ flags.DEFINE_enum('gradient_compression', compression.NONE, compression.names(),
                   'Compress gradients with this scheme (tfhp.compression) for the all-reduce, '
                   'or for sending them between tasks.')
 flags.DEFINE_float('compression_fraction', None, 'The share of each gradient\'s elements a '
-                   'sparse --gradient_compression (topk, topk_noef, randomk) sends, in (0, 1] '
-                   '(default: 0.01).')
+                   'sparse --gradient_compression or --downlink_compression (topk, topk_noef, '
+                   'randomk) sends, in (0, 1] (default: 0.01).')
 flags.DEFINE_float('momentum_correction', 0.0, 'The senders\' momentum for compressed '
                    'gradients, in [0, 1) (deep gradient compression\'s momentum correction): '
                    'each sender compresses its velocity, and the update is plain SGD '
                    '(--optimizer=sgd). 0: off.')
+flags.DEFINE_enum('downlink_compression', compression.NONE, compression.names(),
+                  'distributed_replicated: the variables come back to the workers as deltas '
+                  'compressed with this scheme (tfhp.replication.downlink); synchronous, '
+                  'every worker in each step.')
 flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables through staging '
                      'areas (weights one step old).')
 flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,

@@ -67,6 +67,8 @@ class Strategy:
       staleness: asynchronous replicas measure gradient staleness and take the remedies.
       pipelines: its synchronous steps can push, apply and pull each variable (chunk) on its
         own (--ps_pipeline_bytes): its workers keep copies for the pulls to fill.
+      downlink_deltas: its workers' copies can follow compressed deltas the chief publishes
+        (--downlink_compression, `tfhp.replication.downlink`).
       aggregates: the replicas' gradients are combined into one update (False: each replica
         trains alone, the upper bound of scaling with no communication).
       graph_mode: the graph mode a cluster job of this strategy runs in when --graph_mode is
@@ -86,6 +88,7 @@ class Strategy:
     partitions: bool = False
     staleness: bool = False
     pipelines: bool = False
+    downlink_deltas: bool = False
     aggregates: bool = True
     graph_mode: str = ''
     doc: str = ''
@@ -107,7 +110,8 @@ STRATEGIES = {s.name: s for s in (
              doc='a copy per tower, each trained on its own gradients (no aggregation)'),
     Strategy('distributed_replicated', one_graph=False, graph_per_worker=True,
              needs_cluster=True, uses_ps=True, asynchronous=True, spares=True,
-             pipelines=True, doc='a local copy per worker, master copies on the ps tasks'),
+             pipelines=True, downlink_deltas=True,
+             doc='a local copy per worker, master copies on the ps tasks'),
     # tf_cnn_benchmarks' name for replicated across a cluster's workers in one graph, which its
     # command lines give without a graph mode: the row implies it.
     Strategy('distributed_all_reduce', one_graph=True, graph_per_worker=False,

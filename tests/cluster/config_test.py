@@ -47,6 +47,8 @@ COLLECTIVE = config_lib.ReplicationConfig(variable_update='collective_all_reduce
 REPLICATED = config_lib.ReplicationConfig(variable_update='distributed_replicated')
 TARGET = config_lib.RunConfig(target_global_step=40)
 STAGED = config_lib.ReplicationConfig(staged_vars=True)
+DELTAS = config_lib.ReplicationConfig(variable_update='distributed_replicated',
+                                      downlink_compression='sign')
 
 
 @pytest.mark.parametrize('sections, message', [
@@ -71,6 +73,11 @@ STAGED = config_lib.ReplicationConfig(staged_vars=True)
      'got distributed_replicated asynchronous'),
     ({'cluster': _cluster(job_name='worker', cross_replica_sync=False), 'run': TARGET},
      'not asynchronous workers'),
+    ({'cluster': _cluster(job_name='worker', cross_replica_sync=False),
+      'replication': DELTAS}, '--downlink_compression .* without spares '
+     r'\(drop --cross_replica_sync=false\)'),
+    ({'cluster': _cluster(job_name='worker', replicas_to_aggregate=1),
+      'replication': DELTAS}, r'\(drop --replicas_to_aggregate\)'),
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'run': TARGET},
      'not an in-graph job'),
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'replication': STAGED},
@@ -101,6 +108,12 @@ def test_forward_only_runs_between_graphs_on_the_ps_variables(replication):
     cfg = config_lib.BenchmarkConfig(cluster=_cluster(job_name='worker'), replication=replication,
                                      run=config_lib.RunConfig(forward_only=True))
     assert not cfg.trains and cfg.cluster.mode.graph_per_worker
+
+
+def test_downlink_deltas_run_with_every_worker_in_each_step():
+    cfg = config_lib.BenchmarkConfig(cluster=_cluster(job_name='worker', replicas_to_aggregate=2),
+                                     replication=DELTAS)
+    assert cfg.replication.downlink_compressor().name == 'sign'
 
 
 def test_tf_config_chief_becomes_worker_0():

@@ -51,6 +51,21 @@ def test_each_scheme_trains_and_is_compared_with_float32(shapes_dir, tmp_path, c
     assert capsys.readouterr().out.splitlines()[1].startswith('float32 ')
 
 
+def test_a_downlink_row_trains_between_graphs_with_its_deltas(monkeypatch):
+    ran = []
+    monkeypatch.setattr(convergence, 'run_combo',
+                        lambda combo, *args: ran.append((combo, args)) or {})
+    record = study.measure('topk', None, 0.1, OPTIONS, 'data', 'work', [], 7, downlink='sign')
+    (combo, (options, _, _, flags, label, seed)), = ran
+    assert combo == 'between_graph_sync' and (label, seed) == ('topk, sign down', 7)
+    assert options.spare_replicas == 0  # every worker applies every delta
+    assert {'--variable_update=distributed_replicated', '--downlink_compression=sign',
+            '--gradient_compression=topk', '--compression_fraction=0.1'} <= set(flags)
+    assert (record['downlink'], record['scheme']) == ('sign', 'topk')
+    study.measure('none', None, None, OPTIONS, 'data', 'work', [], 7)
+    assert ran[1][0] == 'in_graph_sync' and ran[1][1][4] == 'float32'
+
+
 def test_wire_ratios_are_the_bytes_each_scheme_promises():
     assert [study.wire_ratio(s) for s in study.SCHEMES] == [
         1.0, 0.5, 0.5, 1.0 / 32, 1.0 / 32, 0.02, 0.02, 0.02]

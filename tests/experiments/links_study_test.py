@@ -66,6 +66,10 @@ def test_expected_figures_follow_the_placement_rates_and_dtype():
     assert ring == {'model_mb': 0.004, 'bound_ms': pytest.approx(4000 * 4 / 3.0)}
     assert 'turns_ms' not in link_jobs.expected(chief, 2, 3, rates,
                                                 ['--cross_replica_sync=false'])
+    # Sign deltas coming down: the reads are 1/32 of float32's, the gradients unchanged.
+    deltas = link_jobs.expected(chief, 2, 3, rates, ['--variable_update=distributed_replicated',
+                                                     '--downlink_compression=sign'])
+    assert deltas['turns_ms'] == pytest.approx(7200.0 / 32 + 7200.0)
     assert link_jobs.expected(chief, 2, 3, None, []) == {'model_mb': 0.004}   # loopback
 
 
@@ -100,6 +104,17 @@ def test_rows_and_plot_paths():
     assert [label for label, _, _ in links_study.backup_configurations(3, 50)] == [
         'every gradient, no straggler', 'every gradient, straggler', 'one backup, straggler',
         'one backup, no straggler']
+    # Downlinks multiply the rows of the updates whose workers keep copies only.
+    rows = links_study.precision_rows('null_dense', '1gbit', 2,
+                                      ['parameter_server', 'distributed_replicated'], 2, 1,
+                                      schemes=['float32', 'sign'], downlinks=['none', 'sign'])
+    labels = [row.args[0]['label'] for row in rows]
+    replicated = 'distributed_replicated, '
+    assert labels == ['parameter_server, float32', 'parameter_server, sign',
+                      replicated + 'float32', replicated + 'float32, sign down',
+                      replicated + 'sign', replicated + 'sign, sign down']
+    assert '--downlink_compression=sign' in rows[-1].args[3]
+    assert links_report._sent(rows[-1].args[0]) == 'sign, sign down'
     assert links_study.plot_path('a/b.png', 'modes', True) == 'a/b_modes.png'
     assert links_study.plot_path('a/b.png', 'modes', False) == 'a/b.png'
 

@@ -29,6 +29,10 @@ def test_parameter_server_traffic_and_its_bound_is_w_s_over_k_b():
     half = link_bound.expected_traffic('parameter_server', 4, 16 * MB, [8 * MB, 8 * MB], 0.5)
     assert half['ps 1'] == (32 * MB, 16 * MB) and half['worker 0'] == (8 * MB, 16 * MB)
     assert link_bound.turns_ms(half, 100e6) == pytest.approx(1.5 * 2560)
+    # Sign-compressed downlink deltas shrink the reads as well (1/32 of them).
+    both = link_bound.expected_traffic('distributed_replicated', 4, 16 * MB, [8 * MB, 8 * MB],
+                                       0.5, 1 / 32)
+    assert both['ps 1'] == (MB, 16 * MB) and both['worker 0'] == (8 * MB, 0.5 * MB)
     # A faster ps NIC moves the bound to the workers'.
     rates = dict({'ps 0': 400e6, 'ps 1': 400e6}, **{'worker %d' % w: 100e6 for w in range(4)})
     per_task, busiest = link_bound.bound_ms(traffic, rates)

@@ -86,6 +86,15 @@ def _check_cluster(cfg):
                        'graphs (its workers keep the copies the pulls fill); got %s%s',
                        _update_flag(lambda s: s.pipelines), update,
                        '' if cluster.cross_replica_sync else ' asynchronous')
+    if cfg.replication.downlink_compression != compression.NONE:
+        errors.require(mode.graph_per_worker and cluster.cross_replica_sync and
+                       cluster.replicas_to_aggregate in (None, cluster.num_workers),
+                       '--downlink_compression sends each step\'s delta once, so every worker '
+                       'must take every step: it needs synchronous between-graph workers '
+                       'without spares (drop %s)',
+                       '--cross_replica_sync=false' if not cluster.cross_replica_sync else
+                       '--replicas_to_aggregate' if cluster.replicas_to_aggregate else
+                       '--graph_mode=in_graph')
     if cfg.run.target_global_step:
         reason = ('a run without a cluster' if not cluster.enabled else 'an in-graph job' if
                   mode.one_graph else 'asynchronous workers' if not cluster.cross_replica_sync

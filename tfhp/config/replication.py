@@ -40,12 +40,16 @@ class ReplicationConfig:
         spelling of gradient_compression's 16-bit schemes.
       gradient_compression: the `tfhp.compression` scheme gradients are compressed with for
         the all-reduce or for sending them between tasks ('none': as they are).
-      compression_fraction: the share of each gradient's elements a sparse scheme (topk,
-        randomk) sends, in (0, 1] (None: the scheme's default, 0.01).
+      compression_fraction: the share of each gradient's (or downlink delta's) elements a
+        sparse scheme (topk, randomk) sends, in (0, 1] (None: the scheme's default, 0.01).
       momentum_correction: the senders' momentum m for compressed gradients, in [0, 1) (0:
         off): each sender compresses its velocity u = m u + g, and the update applies the
         payloads with plain SGD (`tfhp.compression.base`; needs --optimizer=sgd and a
         --gradient_compression).
+      downlink_compression: the `tfhp.compression` scheme the variables come back to the
+        workers in, as deltas of what they hold ('none': the values themselves;
+        `tfhp.replication.downlink`; synchronous steps of a strategy with downlink_deltas,
+        every worker in each step).
       staged_vars: parameter_server reads variables through staging areas (one-step-stale
         weights; see tfhp.replication.staged_vars).
       variable_consistency: 'strong' (every step reads the weights of every update before
@@ -64,6 +68,7 @@ class ReplicationConfig:
     gradient_compression: str = compression.NONE
     compression_fraction: Optional[float] = None
     momentum_correction: float = 0.0
+    downlink_compression: str = compression.NONE
     staged_vars: bool = False
     variable_consistency: str = 'strong'
 
@@ -94,6 +99,13 @@ class ReplicationConfig:
         they are); imports TensorFlow."""
         return compression.get(self.compression, self.compression_fraction,
                                self.momentum_correction)
+
+    def downlink_compressor(self):
+        """The `tfhp.compression` Compressor of --downlink_compression (None: the variables
+        come down as they are); imports TensorFlow."""
+        takes = compression.takes_fraction(self.downlink_compression)
+        return compression.get(self.downlink_compression,
+                               self.compression_fraction if takes else None)
 
     @property
     def compression_flag(self):
@@ -133,15 +145,23 @@ class ReplicationConfig:
         self._check_buckets()
         errors.require_choice(self, 'gradient_transfer_dtype', TRANSFER_DTYPES)
         errors.require_choice(self, 'gradient_compression', compression.names())
+        errors.require_choice(self, 'downlink_compression', compression.names())
+        errors.require(self.downlink_compression == compression.NONE or
+                       self.strategy.downlink_deltas,
+                       '--downlink_compression sends deltas to the copies workers keep; it '
+                       'needs --variable_update in %s, got %r',
+                       ', '.join(modes.names(lambda s: s.downlink_deltas)),
+                       self.variable_update)
         if self.compression_fraction is not None:
             errors.require(0 < self.compression_fraction <= 1,
                            '--compression_fraction must be in (0, 1], got %r',
                            self.compression_fraction)
-            errors.require(compression.takes_fraction(self.compression),
+            errors.require(compression.takes_fraction(self.compression) or
+                           compression.takes_fraction(self.downlink_compression),
                            '--compression_fraction applies to the schemes that send a share of '
-                           'the elements (%s), not to %s=%s',
+                           'the elements (%s), not to %s=%s with --downlink_compression=%s',
                            ', '.join(compression.fraction_schemes()), self.compression_flag,
-                           self.compression)
+                           self.compression, self.downlink_compression)
         errors.require(0 <= self.momentum_correction < 1,
                        '--momentum_correction must be in [0, 1), got %r',
                        self.momentum_correction)

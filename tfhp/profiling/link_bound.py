@@ -1,10 +1,11 @@
 """What a step's traffic costs on links of a given rate, and the cluster mode of tfhp.diagnose.
 
 Bytes per synchronous step each NIC carries, for W workers of a model of S bytes of float32
-variables (`expected_traffic`; g = the gradients' share of float32, 0.5 for 16-bit transfer):
+variables (`expected_traffic`; g = the gradients' share of float32, 0.5 for 16-bit transfer;
+v = the variables' share as they come down, below 1 with compressed downlink deltas):
   parameter_server, distributed_replicated  ps task k, holding S_k of the variables: sends
-      W * S_k (every worker reads them), receives W * g * S_k (every worker's gradient);
-      a worker receives S and sends g * S. Balanced over K ps tasks, S_k = S / K.
+      W * v * S_k (every worker reads them), receives W * g * S_k (every worker's gradient);
+      a worker receives v * S and sends g * S. Balanced over K ps tasks, S_k = S / K.
   collective_all_reduce  a ring: every worker sends and receives 2 (N - 1) / N * g * S.
 A link of B bits/s needs at least bytes * 8 / B for them (`transfer_ms`): per direction, the
 largest over the NICs is a lower bound of the step (`bound_ms`; the ps NIC's W * S / (K * B)).
@@ -63,7 +64,7 @@ def has_traffic_model(variable_update):
 
 
 def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
-                     gradient_scale=1.0):
+                     gradient_scale=1.0, variable_scale=1.0):
     """Payload bytes per synchronous step each NIC sends and receives (module doc).
 
     Args:
@@ -73,6 +74,7 @@ def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
       ps_bytes: [S_k] per ps task (parameter-server modes); None: S split evenly over one.
       gradient_scale: g, the bytes a gradient element crosses the link in over 4 (0.5 for
         float16 and bfloat16 transfer).
+      variable_scale: v, the same for the variables a ps sends (--downlink_compression).
     Returns:
       {'ps 0': (sent, received), ..., 'worker 0': (sent, received), ...}.
     Raises:
@@ -85,9 +87,9 @@ def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
         each = 2.0 * (num_workers - 1) / num_workers * gradient_scale * model_bytes
         return {'worker %d' % w: (each, each) for w in range(num_workers)}
     ps_bytes = [model_bytes] if ps_bytes is None else ps_bytes
-    traffic = {'ps %d' % k: (num_workers * s, num_workers * gradient_scale * s)
+    traffic = {'ps %d' % k: (num_workers * variable_scale * s, num_workers * gradient_scale * s)
                for k, s in enumerate(ps_bytes)}
-    traffic.update({'worker %d' % w: (gradient_scale * model_bytes, model_bytes)
+    traffic.update({'worker %d' % w: (gradient_scale * model_bytes, variable_scale * model_bytes)
                     for w in range(num_workers)})
     return traffic
 

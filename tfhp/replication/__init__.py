@@ -11,6 +11,7 @@ from tfhp.ops import packing
 from tfhp.replication import async_replicas
 from tfhp.replication import collective_workers
 from tfhp.replication import distributed_replicated
+from tfhp.replication import downlink as downlink_lib
 from tfhp.replication import independent
 from tfhp.replication import parameter_server
 from tfhp.replication import partitioning
@@ -96,9 +97,12 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     # Likewise packer= (--fusion_bucket_bytes), for a row with worker_all_reduce only.
     packer = _packer(replication_config)
     fused = dict(packer=packer) if packer else {}
+    # And downlink= (--downlink_compression), for a row with downlink_deltas only.
+    deltas = replication_config.downlink_compressor()
+    downlink = dict(downlink=downlink_lib.Downlink(deltas)) if deltas else {}
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
                   replication_config.compressor(), remedies,
-                  **staged, **fused)
+                  **staged, **fused, **downlink)
 
 
 def _build(builders, name, where, *args, **kwargs):
@@ -149,13 +153,13 @@ def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False
     return async_replicas.AsyncReplicas(placement, worker, compressor, **remedies)
 
 
-def _distributed_replicated(topology, cluster, compressor, remedies):
+def _distributed_replicated(topology, cluster, compressor, remedies, downlink=None):
     del remedies  # Asynchronous copies measure no staleness (modes: staleness is False).
     sync = _sync(topology, cluster, compressor)
     return distributed_replicated.DistributedReplicated(
         topology.tower_devices, topology.variable_devices, topology.input_device,
         sync=sync(None) if sync else None, compressor=compressor,
-        pipeline_bytes=cluster.ps_pipeline_bytes)
+        pipeline_bytes=cluster.ps_pipeline_bytes, downlink=downlink)
 
 
 def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None):
@@ -169,7 +173,7 @@ def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None)
 # strategies of `tfhp.modes.STRATEGIES` whose one_graph / graph_per_worker is true (a test
 # checks both agree). One graph: builder(replication_config, topology). A graph per worker:
 # builder(topology, cluster_config, compressor or None, staleness remedies[, staged_vars=True]
-# [, packer=plan_fn]).
+# [, packer=plan_fn][, downlink=Downlink]).
 ONE_GRAPH = {
     'parameter_server': _parameter_server,
     'replicated': _replicated,
@@ -194,8 +198,9 @@ def register_strategy(row, one_graph=None, graph_per_worker=None):
       row: a `tfhp.modes.Strategy`; its one_graph / graph_per_worker say which builders it needs.
       one_graph: builder(replication_config, topology) -> VariableManager.
       graph_per_worker: builder(topology, cluster_config, compressor, remedies); a row with
-        staged_reads also gets staged_vars=True under --staged_vars, and one with
-        worker_all_reduce packer=plan_fn under --fusion_bucket_bytes (`packing.buckets`).
+        staged_reads also gets staged_vars=True under --staged_vars, one with
+        worker_all_reduce packer=plan_fn under --fusion_bucket_bytes (`packing.buckets`), and
+        one with downlink_deltas downlink=`downlink.Downlink` under --downlink_compression.
     Raises:
       ValueError: a builder the row calls for is missing (or one it does not), or the name is
         taken.

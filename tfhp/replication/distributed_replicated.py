@@ -13,6 +13,10 @@ the ps tasks), the sync protocol releases each master on its own (`SyncReplicas(
 and each copy is refreshed as soon as its master is: pulls overlap the pushes still on the wire.
 Checkpoints keep the canonical names (a chunked master is saved as slices of one variable).
 
+Compressed downlink deltas (`downlink`, synchronous only): the copies are moved by the
+compressed deltas the chief publishes after each apply (`tfhp.replication.downlink`), not
+copied from the masters, so only payloads come down; they start from the published values.
+
 The copies are first filled by the op 'fill_tower_copies', which the manager's hook runs when a
 session is created; it also sets this worker's flag `tower_copies_filled`
 (`tfhp.replication.init_flag`), so a worker without the hook fails at its first update, naming
@@ -44,10 +48,15 @@ class DistributedReplicated(base.VariableManager):
         as they are).
       pipeline_bytes: > 0: the pipelined transfer with chunks of at most this many bytes (see
         the module doc; `sync` must release each variable on its own); 0: the whole step.
+      downlink: a `tfhp.replication.downlink.Downlink`: the copies follow compressed deltas
+        (needs `sync`, with every replica in each step); None: they copy the masters.
     """
 
     def __init__(self, tower_devices, variable_devices, worker_device, sync=None,
-                 compressor=None, pipeline_bytes=0):
+                 compressor=None, pipeline_bytes=0, downlink=None):
+        if downlink is not None and sync is None:
+            raise ValueError('compressed downlink deltas need synchronous steps: every worker '
+                             'must apply every delta')
         self._placer = device_setters.GreedyByBytes(variable_devices)
         self._copies = master_copies.MasterCopies(
             tower_devices, device_setters.variables_on(self._placer, worker_device))
@@ -56,6 +65,7 @@ class DistributedReplicated(base.VariableManager):
         self._compressor = compressor
         self._chunking = (partitioning.chunk_large_variables(pipeline_bytes)
                           if pipeline_bytes else None)
+        self._downlink = downlink
 
     @property
     def placer(self):
@@ -88,25 +98,42 @@ class DistributedReplicated(base.VariableManager):
         means = transfer.mean_over_towers(tower_grads, self._worker_device,
                                                 self._compressor)
         master_grads = filled.gated([(g, self._copies.master_of(v)) for g, v in means])
-        hooks = []
-        if self._sync and self._chunking:
-            # Each copy refreshed once its own master is new; the step ends after all.
+        fill = filled.init_op([self._copies.refresh(self._worker_device, read=self._fill_value)])
+        hooks = [session_hooks.RunAtStart(fill)]
+        if self._sync:
+            pipelined = self._chunking is not None
             update = self._sync.apply_worker_gradients(
                 master_grads, optimizer_fn, global_step,
-                after_each=lambda master: self._copies.refresh(self._worker_device, [master]))
-            refresh = filled.init_op([self._copies.refresh(self._worker_device)])
-            return base.Update(train_op=update.train_op, post_init_ops=[],
-                               hooks=list(update.hooks) + [session_hooks.RunAtStart(refresh)])
-        if self._sync:
-            update = self._sync.apply_worker_gradients(master_grads, optimizer_fn, global_step)
-            step_op, hooks = update.train_op, list(update.hooks)
+                # Pipelined: each copy pulled once its own master is new.
+                after_each=self._pull_one if pipelined else None,
+                publish=self._downlink.publish if self._downlink else None)
+            if pipelined:
+                return base.Update(train_op=update.train_op, post_init_ops=[],
+                                   hooks=list(update.hooks) + hooks)
+            step_op, hooks = update.train_op, list(update.hooks) + hooks
         else:
             with tf.name_scope(scopes.APPLY):
                 step_op = optimizer_fn().apply_gradients(
                     [(transfer.widen(g, v, self._compressor), v) for g, v in master_grads],
                     global_step=global_step)
         with tf.name_scope(scopes.APPLY), tf.control_dependencies([step_op]):
-            train_op = self._copies.refresh(self._worker_device)
-        refresh = filled.init_op([self._copies.refresh(self._worker_device)])
-        return base.Update(train_op=train_op, post_init_ops=[],
-                           hooks=hooks + [session_hooks.RunAtStart(refresh)])
+            # A master without a gradient never changes: its copy keeps its fill.
+            train_op = self._pull([v for g, v in master_grads if g is not None])
+        return base.Update(train_op=train_op, post_init_ops=[], hooks=hooks)
+
+    def _fill_value(self, master):
+        """What a session's first fill copies: the master, or what the workers were sent."""
+        if self._downlink:
+            return self._downlink.published(master).read_value()
+        return master.read_value()
+
+    def _pull(self, masters):
+        """The op bringing the copies of `masters` up to date after a step."""
+        if self._downlink:
+            return self._copies.add_deltas(
+                self._worker_device, masters,
+                lambda master: self._downlink.delta(master, self._worker_device))
+        return self._copies.refresh(self._worker_device, masters)
+
+    def _pull_one(self, master):
+        return self._pull([master])

@@ -82,16 +82,30 @@ class MasterCopies:
         """The master of a tower's variable (the variable itself if it is a master)."""
         return self._master_of.get(variable.op.name, variable)
 
-    def refresh(self, read_device, masters=None):
+    def refresh(self, read_device, masters=None, read=None):
         """An op copying masters into every tower's copy.
 
         Args:
           read_device: where each master is read to once (the worker's CPU); the copies are
             assigned from that value.
           masters: the master variables (slices) to refresh; None: every one.
+          read: read(master) -> the value to copy, built on read_device (None: the master's
+            own value; compressed downlink deltas copy what the workers were last sent).
         Returns:
           An op.
         """
+        read = read or (lambda master: master.read_value())
+        return self._to_copies(read_device, masters, read, 'assign', 'refresh_tower_copies')
+
+    def add_deltas(self, read_device, masters, delta):
+        """An op adding delta(master), built once on read_device, to every tower's copy of
+        each of `masters` (compressed downlink deltas, `tfhp.replication.downlink`)."""
+        return self._to_copies(read_device, masters, delta, 'assign_add',
+                               'add_deltas_to_tower_copies')
+
+    def _to_copies(self, read_device, masters, value_of, method, op_name):
+        """An op giving each copy of `masters` (None: every one) copy.method(value_of(master)),
+        the value built once per master on read_device."""
         wanted = None if masters is None else {m.op.name for m in masters}
         assigns = []
         for name, master in self._masters.items():
@@ -100,11 +114,11 @@ class MasterCopies:
                 if not copies or (wanted is not None and master_slice.op.name not in wanted):
                     continue
                 with tf.device(read_device):
-                    value = tf.identity(master_slice.read_value())
+                    value = tf.identity(value_of(master_slice))
                 for copy in copies:
                     with tf.device(copy[index].device):
-                        assigns.append(copy[index].assign(value, read_value=False))
-        return tf.group(*assigns, name='refresh_tower_copies')
+                        assigns.append(getattr(copy[index], method)(value, read_value=False))
+        return tf.group(*assigns, name=op_name)
 
 
 def _slices(variable):

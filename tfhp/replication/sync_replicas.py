@@ -115,6 +115,14 @@ def _take(accumulator, grad, num_required):
     return accumulator.take_grad(num_required)
 
 
+def _published(update, variables, publish):
+    """`update`, followed by publish(v) for each of `variables` when publish is given."""
+    if publish is None:
+        return update
+    with tf.control_dependencies([update]):
+        return tf.group(*[publish(v) for v in variables])
+
+
 def _await_each(applies, tokens, grads_and_vars, step_read, after_each):
     """Pipelined step 4: each variable's token newer than step_read, taken once its own apply
     ran, then after_each(variable); returns (those ops, the tokens' step).
@@ -179,7 +187,7 @@ class SyncReplicas(base.PlacementDelegate):
         return update._replace(post_init_ops=self.post_init_ops())  # e.g. priming the reads
 
     def apply_worker_gradients(self, grads_and_vars, optimizer_fn, global_step,
-                               after_each=None):
+                               after_each=None, publish=None):
         """The protocol of the module docstring for this worker's gradient per variable.
 
         Args:
@@ -190,6 +198,10 @@ class SyncReplicas(base.PlacementDelegate):
           after_each: after_each(variable) -> an op to run once that variable of this step is
             applied (e.g. its refresh), built under control dependencies on its token (on the
             whole step's token without per_variable); the step ends after all of them.
+          publish: publish(variable) -> an op the chief runs once it has applied a step to
+            that variable and before it releases the variable's tokens (compressed downlink
+            deltas, `tfhp.replication.downlink`); built under control dependencies on the
+            apply. None: nothing.
         Returns:
           A `base.Update` whose hooks every worker must install.
         """
@@ -238,7 +250,7 @@ class SyncReplicas(base.PlacementDelegate):
         if self._is_chief:
             init_ops += [a.set_global_step(global_step.read_value()) for a in accumulators]
             update_op = self._chief_update(accumulators, grads_and_vars, optimizer_fn,
-                                           global_step, tokens)
+                                           global_step, tokens, publish)
         hook = _SyncHook(tf.group(*init_ops, name='sync_replicas_init'), update_op)
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[hook])
 
@@ -269,23 +281,26 @@ class SyncReplicas(base.PlacementDelegate):
                 previous[var.device] = applies[i]
         return applies
 
-    def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens):
-        """Steps a-c of the protocol, as one op the chief's thread runs in a loop."""
+    def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens,
+                      publish):
+        """Steps a-c of the protocol, as one op the chief's thread runs in a loop; publish
+        (or None) as in `apply_worker_gradients`, between b and c."""
         if self._per_variable:
             return self._chief_update_per_variable(accumulators, grads_and_vars, optimizer_fn,
-                                                   global_step, tokens)
+                                                   global_step, tokens, publish)
         with tf.name_scope(scopes.APPLY):
             means = []
             for accumulator, (grad, var) in zip(accumulators, grads_and_vars):
                 with tf.device(var.device):
                     means.append((_take(accumulator, grad, self._replicas_to_aggregate), var))
             update = optimizer_fn().apply_gradients(means, global_step=global_step)
+            update = _published(update, [v for _, v in means], publish)
             with tf.device(global_step.device), tf.control_dependencies([update]):
                 return tokens.enqueue_many(
                     tf.fill([self._num_replicas], global_step.read_value()))
 
     def _chief_update_per_variable(self, accumulators, grads_and_vars, optimizer_fn,
-                                   global_step, tokens):
+                                   global_step, tokens, publish):
         """Steps a-c, each variable on its own: take, apply (its own optimizer, so its slots
         and step counts are its own, as one optimizer's would be), release its tokens; the
         global step moves once every variable is applied."""
@@ -295,7 +310,8 @@ class SyncReplicas(base.PlacementDelegate):
             for accumulator, queue, (grad, var) in zip(accumulators, tokens, grads_and_vars):
                 with tf.device(var.device):
                     mean = _take(accumulator, grad, self._replicas_to_aggregate)
-                    update = optimizer_fn().apply_gradients([(mean, var)])
+                    update = _published(optimizer_fn().apply_gradients([(mean, var)]), [var],
+                                        publish)
                     with tf.control_dependencies([update]):
                         released.append(queue.enqueue_many(
                             tf.fill([self._num_replicas], step + 1)))
