@@ -284,21 +284,34 @@ def plot_modes(records, path, caption=None):
 
 
 def plot_precision(records, path, caption=None):
-    """Bars: step time, and a worker's bytes sent and received per step, per update and the
-    way gradients are sent."""
-    updates = list(_groups(records, lambda r: r['update']))
-    by = {(r['update'], _sent(r)): r for r in records}
-    dtypes = list(_groups(records, _sent))
+    """Bars: step time, and a worker's bytes sent and received per step. Groups: the updates,
+    a bar per way gradients are sent; with compressed downlinks, a group per update and way
+    gradients go up, a bar per way the variables come down."""
+    downlinks = _groups(records, lambda r: r.get('downlink', 'none'))
+    several_updates = len(_groups(records, lambda r: r['update'])) > 1
+    if len(downlinks) > 1:
+        def group(r):
+            return ('%s, %s' % (r['update'], r['gradients']) if several_updates else
+                    '%s up' % r['gradients'])
+        bar = lambda r: '%s down' % ('float32' if r.get('downlink', 'none') == 'none'
+                                     else r['downlink'])
+        what = 'gradients up (groups) and variables down (bars) in float32 or compressed'
+    else:
+        group, bar = (lambda r: r['update']), _sent
+        what = 'gradients sent in float32 or compressed'
+    groups = list(_groups(records, group))
+    by = {(group(r), bar(r)): r for r in records}
+    bars = list(_groups(records, bar))
 
     def series(key):
-        return [(d, [by.get((u, d), {}).get(key) for u in updates]) for d in dtypes]
-    plots.bar_panels(path, [('global step time', 'ms', updates, series('global_step_ms')),
-                            ('a worker sends per step', 'MB', updates,
+        return [(b, [by.get((g, b), {}).get(key) for g in groups]) for b in bars]
+    plots.bar_panels(path, [('global step time', 'ms', groups, series('global_step_ms')),
+                            ('a worker sends per step', 'MB', groups,
                              series('worker_sent_mb')),
-                            ('a worker receives per step', 'MB', updates,
+                            ('a worker receives per step', 'MB', groups,
                              series('worker_received_mb'))],
-                     title='gradients sent in float32 or compressed, %d workers on %s links: %s' % (
-                         records[0]['num_workers'], records[0]['rate'],
+                     title='%s, %d workers on %s links: %s' % (
+                         what, records[0]['num_workers'], records[0]['rate'],
                          plots.spread_text(records[0]['repeats'])),
                      caption=caption)
 

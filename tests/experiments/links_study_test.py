@@ -119,6 +119,24 @@ def test_rows_and_plot_paths():
     assert links_study.plot_path('a/b.png', 'modes', False) == 'a/b.png'
 
 
+def test_the_downlink_plot_groups_by_gradients_and_bars_by_downlink(monkeypatch):
+    drawn = {}
+    monkeypatch.setattr(links_report.plots, 'bar_panels',
+                        lambda path, panels, **kw: drawn.update(panels=panels, **kw))
+    records = []
+    for up in ('float32', 'sign'):
+        for down in ('none', 'sign'):
+            record = _record('null_dense', '1gbit', 1, 2, 100.0 if down == 'none' else 50.0)
+            records.append(dict(record, update='distributed_replicated', gradients=up,
+                                downlink=down))
+    links_report.plot_precision(records, 'unused.png')
+    step_panel = drawn['panels'][0]
+    assert step_panel[2] == ['float32 up', 'sign up']
+    assert [(label, [s['median'] for s in summaries]) for label, summaries in step_panel[3]] == [
+        ('float32 down', [100.0, 100.0]), ('sign down', [50.0, 50.0])]
+    assert drawn['title'].startswith('gradients up (groups) and variables down (bars)')
+
+
 def _tiny(study_rows, index, tmp_path, study):
     """Runs one row of a study once and its report and plot; returns the combined record."""
     (record,) = common.repeat_in_rounds([study_rows[index]], 1, 7, link_jobs.FIGURES)
