@@ -223,7 +223,7 @@ def title(options, momentum_correction=0.0, between_graph=False):
     optimizer = ('momentum %g on the compressed schemes\' senders, SGD updates'
                  % momentum_correction if momentum_correction else
                  '%s optimizer' % options.optimizer)
-    replicas = ('workers of distributed_replicated (1 ps)' if between_graph else
+    replicas = ('distributed_replicated workers, 1 ps' if between_graph else
                 'replicas in one graph')
     return '%s, %d %s, %d steps of %d per replica, %s, learning rate %g; %s' % (
         options.model, options.num_replicas, replicas, options.num_steps, options.batch_size,
@@ -232,7 +232,8 @@ def title(options, momentum_correction=0.0, between_graph=False):
 
 def plot(records, path, heading, chance, caption):
     """Validation top-1 and final training loss per scheme, error feedback and without it side
-    by side at their scheme's tick, min-max bars over the repeats.
+    by side at their scheme's tick (with compressed downlinks: each downlink's side by side at
+    the gradient scheme's tick), min-max bars over the repeats.
 
     Args:
       records: the study's (they may be read back from its JSON lines).
@@ -240,23 +241,43 @@ def plot(records, path, heading, chance, caption):
       heading: the title (`title`); chance: a `Chance`.
       caption: the line under it (`tfhp.provenance.caption()` when the study started).
     """
-    groups = [r['label'] for r in records if not r['twin_of']]
+    downlinks = _by(records, lambda r: r.get('downlink', compression.NONE))
+    if list(downlinks) != [compression.NONE]:
+        # A tick per gradient scheme, a series per downlink beside it.
+        groups = list(_by(records, lambda r: label(r['scheme'])))
+        kinds = [('%s down' % label(d), lambda r, d=d: r.get('downlink') == d, True)
+                 for d in downlinks]
+        tick = lambda r: groups.index(label(r['scheme']))
+        xlabel = 'gradients up (series: how the variables come down)'
+    else:
+        groups = [r['label'] for r in records if not r['twin_of']]
+        # The stateless schemes have no twin beside them: their points stay on the tick.
+        kinds = [(name, belongs, index != 1) for index, (name, belongs) in enumerate(_KINDS)]
+        tick = lambda r: groups.index(r['twin_of'] or r['label'])
+        xlabel = 'gradients on the wire'
 
     def series(key):
         rows = []
-        for index, (name, belongs) in enumerate(_KINDS):
+        for name, belongs, dodge in kinds:
             members = [r for r in records if belongs(r)]
-            # The stateless schemes have no twin beside them: their points stay on the tick.
-            rows.append((name, [groups.index(r['twin_of'] or r['label']) for r in members],
-                         [r[key] for r in members], {'linestyle': 'none', 'dodge': index != 1}))
+            rows.append((name, [tick(r) for r in members], [r[key] for r in members],
+                         {'linestyle': 'none', 'dodge': dodge}))
         return rows
 
     plots.line_panels(
         path, [('validation top-1', series('final_accuracy'), [(chance.level, 'chance')],
                 'top-1 accuracy'),
                ('training loss after the last step', series('final_loss'), [], 'loss')],
-        xlabel='gradients on the wire', ylabel='', title=heading,
+        xlabel=xlabel, ylabel='', title=heading,
         xticks=list(enumerate(groups)), caption=caption)
+
+
+def _by(records, key):
+    """{key(record): [records]} in the records' order."""
+    groups = {}
+    for record in records:
+        groups.setdefault(key(record), []).append(record)
+    return groups
 
 
 def study():

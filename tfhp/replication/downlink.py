@@ -40,11 +40,6 @@ class Downlink:
         self._compressor = compressor
         self._state = {}  # master name -> (published, [payload variables])
 
-    @property
-    def compressor(self):
-        """The scheme the deltas travel in."""
-        return self._compressor
-
     def published(self, master):
         """The variable holding what the workers' copies of `master` hold."""
         return self._state_of(master)[0]
@@ -75,10 +70,8 @@ class Downlink:
                                                          published.read_value()))
 
     def _decompress(self, payload, master):
-        if len(payload) == 1:
-            payload = payload[0]
-        else:
-            payload = tuple(payload)
+        """The delta a list of payload tensors carries (one tensor, or the scheme's tuple)."""
+        payload = payload[0] if len(payload) == 1 else tuple(payload)
         return self._compressor.decompress(payload, master.dtype.base_dtype, master.shape)
 
     def _state_of(self, master):
