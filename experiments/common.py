@@ -202,6 +202,14 @@ def learnable_data(root, image_size=16, train_examples=4000, validation_examples
     return directory
 
 
+def grouped(records, key):
+    """{key(record): [its records]}, the groups and their members in the records' order."""
+    groups = {}
+    for record in records:
+        groups.setdefault(key(record), []).append(record)
+    return groups
+
+
 def check_choices(flag, values, choices):
     """Raises app.UsageError naming --flag unless every value is one of `choices`."""
     unknown = sorted(set(values) - set(choices))

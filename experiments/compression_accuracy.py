@@ -241,10 +241,10 @@ def plot(records, path, heading, chance, caption):
       heading: the title (`title`); chance: a `Chance`.
       caption: the line under it (`tfhp.provenance.caption()` when the study started).
     """
-    downlinks = _by(records, lambda r: r.get('downlink', compression.NONE))
+    downlinks = common.grouped(records, lambda r: r.get('downlink', compression.NONE))
     if list(downlinks) != [compression.NONE]:
         # A tick per gradient scheme, a series per downlink beside it.
-        groups = list(_by(records, lambda r: label(r['scheme'])))
+        groups = list(common.grouped(records, lambda r: label(r['scheme'])))
         kinds = [('%s down' % label(d), lambda r, d=d: r.get('downlink') == d, True)
                  for d in downlinks]
         tick = lambda r: groups.index(label(r['scheme']))
@@ -270,14 +270,6 @@ def plot(records, path, heading, chance, caption):
                ('training loss after the last step', series('final_loss'), [], 'loss')],
         xlabel=xlabel, ylabel='', title=heading,
         xticks=list(enumerate(groups)), caption=caption)
-
-
-def _by(records, key):
-    """{key(record): [records]} in the records' order."""
-    groups = {}
-    for record in records:
-        groups.setdefault(key(record), []).append(record)
-    return groups
 
 
 def study():

@@ -5,7 +5,6 @@ the table and the conclusion computed from the medians; PLOTS[study](records, pa
 draws it (caption: machine, date and commit, `tfhp.provenance.caption`).
 Records are `stats.combine`d records of `link_jobs.measure`.
 """
-import collections
 
 from experiments import common
 from experiments import link_jobs
@@ -19,15 +18,8 @@ def _median(record, key):
     return value['median'] if stats.is_summary(value) else value
 
 
-def _groups(records, key):
-    groups = collections.OrderedDict()
-    for record in records:
-        groups.setdefault(key(record), []).append(record)
-    return groups
-
-
 def _mark(records, group_key, is_reference):
-    for group in _groups(records, group_key).values():
+    for group in common.grouped(records, group_key).values():
         reference = next((r for r in group if is_reference(r)), None)
         if reference:
             stats.mark(group, reference, link_jobs.FIGURES)
@@ -66,7 +58,7 @@ def saturation_conclusion(records):
     lines = []
     loopback = {(_subject(r), r['num_ps'], r['num_workers']): _median(r, 'global_step_ms')
                 for r in records if r['rate'] == 'loopback'}
-    by_job = _groups(records, lambda r: (_subject(r), r['rate'], r['num_ps']))
+    by_job = common.grouped(records, lambda r: (_subject(r), r['rate'], r['num_ps']))
     for (model, rate, k), group in by_job.items():
         steps = [(r['num_workers'], _median(r, 'global_step_ms')) for r in group
                  if _median(r, 'global_step_ms') is not None]
@@ -135,7 +127,7 @@ def report_modes(records):
 
     def conclusion(done):
         lines = []
-        for workers, group in _groups(done, lambda r: r['num_workers']).items():
+        for workers, group in common.grouped(done, lambda r: r['num_workers']).items():
             lines += stats.differences(
                 'step ms, %d workers' % workers, [(r['label'], r['global_step_ms'])
                                                   for r in group if 'global_step_ms' in r],
@@ -158,7 +150,7 @@ def _sent(record):
 def precision_conclusion(records):
     """Lines: per update and scheme, time saved vs float32 against bytes saved."""
     lines = []
-    for update, group in _groups(records, lambda r: r['update']).items():
+    for update, group in common.grouped(records, lambda r: r['update']).items():
         base = next((r for r in group if _sent(r) == 'float32'), None)
         for r in group:
             if r is base or not base:
@@ -193,7 +185,7 @@ def report_precision(records):
 def backup_conclusion(records):
     """Lines: per rate, what the straggler costs without and with a backup worker."""
     lines = []
-    for rate, group in _groups(records, lambda r: r['rate']).items():
+    for rate, group in common.grouped(records, lambda r: r['rate']).items():
         by = {r['configuration']: _median(r, 'global_step_ms') for r in group}
         base = by.get('every gradient, no straggler')
         if not base:
@@ -238,9 +230,9 @@ def plot_saturation(records, path, caption=None):
     """Step time vs workers, a panel per model and rate; a colour per ps count: measured
     (median, min-max), the in-turn estimate dashed, the per-direction bound dotted."""
     panels = []
-    for (model, rate), group in _groups(records, lambda r: (_subject(r), r['rate'])).items():
+    for (model, rate), group in common.grouped(records, lambda r: (_subject(r), r['rate'])).items():
         series = []
-        for index, (k, rows) in enumerate(_groups(group, lambda r: r['num_ps']).items()):
+        for index, (k, rows) in enumerate(common.grouped(group, lambda r: r['num_ps']).items()):
             xs = [r['num_workers'] for r in rows]
             color = 'C%d' % index
             series.append(('%d ps, measured' % k, xs, [r.get('global_step_ms') for r in rows],
@@ -266,7 +258,7 @@ def plot_modes(records, path, caption=None):
     measured bytes in one direction over its rate in the timed steps (modes that move the
     same bytes share a bound line); the gap between the two is what the mode leaves unused."""
     series = []
-    for index, (label, rows) in enumerate(_groups(records, lambda r: r['label']).items()):
+    for index, (label, rows) in enumerate(common.grouped(records, lambda r: r['label']).items()):
         xs = [r['num_workers'] for r in rows]
         series.append((label, xs, [r.get('global_step_ms') for r in rows],
                        {'color': 'C%d' % index}))
@@ -287,8 +279,8 @@ def plot_precision(records, path, caption=None):
     """Bars: step time, and a worker's bytes sent and received per step. Groups: the updates,
     a bar per way gradients are sent; with compressed downlinks, a group per update and way
     gradients go up, a bar per way the variables come down."""
-    downlinks = _groups(records, lambda r: r.get('downlink', 'none'))
-    several_updates = len(_groups(records, lambda r: r['update'])) > 1
+    downlinks = common.grouped(records, lambda r: r.get('downlink', 'none'))
+    several_updates = len(common.grouped(records, lambda r: r['update'])) > 1
     if len(downlinks) > 1:
         def group(r):
             return ('%s, %s' % (r['update'], r['gradients']) if several_updates else
@@ -299,9 +291,9 @@ def plot_precision(records, path, caption=None):
     else:
         group, bar = (lambda r: r['update']), _sent
         what = 'gradients sent in float32 or compressed'
-    groups = list(_groups(records, group))
+    groups = list(common.grouped(records, group))
     by = {(group(r), bar(r)): r for r in records}
-    bars = list(_groups(records, bar))
+    bars = list(common.grouped(records, bar))
 
     def series(key):
         return [(b, [by.get((g, b), {}).get(key) for g in groups]) for b in bars]
@@ -318,9 +310,9 @@ def plot_precision(records, path, caption=None):
 
 def plot_backup(records, path, caption=None):
     """Bars: global step time and dropped gradients per rate and configuration."""
-    rates = list(_groups(records, lambda r: r['rate']))
+    rates = list(common.grouped(records, lambda r: r['rate']))
     by = {(r['rate'], r['configuration']): r for r in records}
-    configurations = list(_groups(records, lambda r: r['configuration']))
+    configurations = list(common.grouped(records, lambda r: r['configuration']))
 
     def series(key):
         return [(c, [by.get((rate, c), {}).get(key) for rate in rates])
