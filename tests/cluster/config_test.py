@@ -114,6 +114,10 @@ def test_downlink_deltas_run_with_every_worker_in_each_step():
     cfg = config_lib.BenchmarkConfig(cluster=_cluster(job_name='worker', replicas_to_aggregate=2),
                                      replication=DELTAS)
     assert cfg.replication.downlink_compressor().name == 'sign'
+    # --compression_fraction may be the downlink's alone: float32 gradients stay float32.
+    sparse = config_lib.ReplicationConfig(variable_update='distributed_replicated',
+                                          downlink_compression='topk', compression_fraction=0.1)
+    assert sparse.compressor() is None and sparse.downlink_compressor().fraction == 0.1
 
 
 def test_tf_config_chief_becomes_worker_0():

@@ -97,7 +97,9 @@ class ReplicationConfig:
     def compressor(self):
         """The `tfhp.compression` Compressor these settings name (None: gradients travel as
         they are); imports TensorFlow."""
-        return compression.get(self.compression, self.compression_fraction,
+        # The fraction may be the downlink's alone (`downlink_compressor`).
+        takes = compression.takes_fraction(self.compression)
+        return compression.get(self.compression, self.compression_fraction if takes else None,
                                self.momentum_correction)
 
     def downlink_compressor(self):
