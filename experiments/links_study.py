@@ -18,7 +18,8 @@ loopback's memory speed, carries the parameters. Studies (--studies):
               --precision_updates at one rate: time saved against bytes saved; `*`: apart
               from the same job in float32. --precision_downlinks adds, for the updates
               whose workers keep copies (distributed_replicated), variables sent back as
-              compressed deltas (--downlink_compression) with each gradient scheme.
+              compressed deltas (--downlink_compression) with each gradient scheme;
+              --precision_fraction sets the sparse schemes' share of elements.
   backup      one straggler (--straggler_delay_ms in its compute) and one backup worker
               (--replicas_to_aggregate = workers - 1), on loopback and on a shaped link;
               `*`: apart from every gradient awaited without a straggler at the same rate.
@@ -95,6 +96,8 @@ def define_flags():
     flags.DEFINE_list('precision_downlinks', [compression.NONE], 'precision: how the variables '
                       'come back, for the updates that can send deltas: none (as they are), '
                       'or a --downlink_compression scheme.')
+    flags.DEFINE_float('precision_fraction', None, 'precision: the share of the elements the '
+                       'sparse schemes send (--compression_fraction; default: theirs, 0.01).')
     flags.DEFINE_string('backup_model', 'null_dense', 'backup: model.')
     flags.DEFINE_list('backup_rates', ['loopback', '1gbit'], 'backup: link rates.')
     flags.DEFINE_integer('backup_workers', 3, 'backup: workers (one of them the straggler).')
@@ -137,10 +140,11 @@ BETWEEN_GRAPH = modes.names(lambda s: s.graph_per_worker)
 
 
 def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schemes=SCHEMES,
-                   link_options=None, downlinks=(compression.NONE,)):
+                   link_options=None, downlinks=(compression.NONE,), fraction=None):
     """Measurements of each update with gradients sent in each scheme ('float32': as they are;
     a scheme that cannot be summed is left out of the workers' all-reduce, which refuses it),
-    and the variables sent back in each of `downlinks` where the update can send deltas."""
+    and the variables sent back in each of `downlinks` where the update can send deltas;
+    `fraction`: --compression_fraction for the jobs whose schemes take one (None: theirs)."""
     rows = []
     for update in updates:
         strategy = modes.strategy(update)
@@ -149,6 +153,8 @@ def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schem
             if strategy.worker_all_reduce and compressor and not compressor.summable:
                 continue
             for downlink in downlinks if strategy.downlink_deltas else (compression.NONE,):
+                sparse = fraction is not None and any(
+                    compression.takes_fraction(s) for s in (scheme, downlink))
                 rows.append(_row(
                     {'study': 'precision', 'model': model, 'update': update,
                      'gradients': scheme, 'downlink': downlink,
@@ -159,7 +165,8 @@ def precision_rows(model, rate, num_workers, updates, steps, warmup_steps, schem
                         '--variable_update=' + update] + (
                             ['--gradient_compression=' + scheme] if compressor else []) + (
                             [] if downlink == compression.NONE else
-                            ['--downlink_compression=' + downlink])),
+                            ['--downlink_compression=' + downlink]) + (
+                            ['--compression_fraction=%g' % fraction] if sparse else [])),
                     rate, link_options))
     return rows
 
@@ -204,7 +211,8 @@ def rows(studies):
                                             FLAGS.precision_workers, FLAGS.precision_updates,
                                             *steps, schemes=FLAGS.precision_schemes,
                                             link_options=options,
-                                            downlinks=FLAGS.precision_downlinks),
+                                            downlinks=FLAGS.precision_downlinks,
+                                            fraction=FLAGS.precision_fraction),
         'backup': lambda: backup_rows(FLAGS.backup_model, FLAGS.backup_rates,
                                       FLAGS.backup_workers, FLAGS.straggler_delay_ms, *steps,
                                       link_options=options),
@@ -235,6 +243,9 @@ def _check_flags():
     common.check_choices('precision_schemes', FLAGS.precision_schemes,
                          ('float32',) + compression.names()[1:])
     common.check_choices('precision_downlinks', FLAGS.precision_downlinks, compression.names())
+    fraction = FLAGS.precision_fraction
+    if fraction is not None and not 0 < fraction <= 1:
+        raise app.UsageError('--precision_fraction must be in (0, 1], got %r' % fraction)
     if FLAGS.backup_workers < 2:
         raise app.UsageError('--backup_workers=%d: a backup needs at least 2 workers'
                              % FLAGS.backup_workers)

@@ -115,6 +115,12 @@ def test_rows_and_plot_paths():
                       replicated + 'sign', replicated + 'sign, sign down']
     assert '--downlink_compression=sign' in rows[-1].args[3]
     assert links_report._sent(rows[-1].args[0]) == 'sign, sign down'
+    # A fraction reaches the jobs whose schemes send a share of the elements, and no other.
+    float32, topk = links_study.precision_rows('null_dense', '1gbit', 2, ['distributed_replicated'],
+                                               2, 1, schemes=['float32'],
+                                               downlinks=['none', 'topk'], fraction=0.1)
+    assert '--compression_fraction=0.1' in topk.args[3]
+    assert not any(a.startswith('--compression_fraction') for a in float32.args[3])
     assert links_study.plot_path('a/b.png', 'modes', True) == 'a/b_modes.png'
     assert links_study.plot_path('a/b.png', 'modes', False) == 'a/b.png'
 
