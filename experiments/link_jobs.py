@@ -78,13 +78,17 @@ def job_args(model, steps, warmup_steps, extra=()):
 
 def _wire_ratios(tfhp_args):
     """Bytes a gradient element and a variable element put on the wire over their float32
-    bytes, for the flags' schemes (--gradient_compression, --downlink_compression)."""
+    bytes, for the flags' schemes (--gradient_compression, --downlink_compression, at
+    --compression_fraction where they take one)."""
     replication = config_lib.ReplicationConfig(
         gradient_compression=plan.flag_value(tfhp_args, 'gradient_compression', compression.NONE),
         gradient_transfer_dtype=plan.flag_value(tfhp_args, 'gradient_transfer_dtype', 'float32'))
     schemes = (replication.compression,
                plan.flag_value(tfhp_args, 'downlink_compression', compression.NONE))
-    return [c.wire_ratio if c else 1.0 for c in map(compression.get, schemes)]
+    fraction = plan.flag_value(tfhp_args, 'compression_fraction', None)
+    compressors = [compression.get(s, float(fraction) if fraction and
+                                   compression.takes_fraction(s) else None) for s in schemes]
+    return [c.wire_ratio if c else 1.0 for c in compressors]
 
 
 def expected(chief, num_ps, num_workers, rates, tfhp_args):

@@ -70,6 +70,11 @@ def test_expected_figures_follow_the_placement_rates_and_dtype():
     deltas = link_jobs.expected(chief, 2, 3, rates, ['--variable_update=distributed_replicated',
                                                      '--downlink_compression=sign'])
     assert deltas['turns_ms'] == pytest.approx(7200.0 / 32 + 7200.0)
+    # 10% top-k both ways: values and indices of a tenth of the elements, 0.2 of the bytes.
+    sparse = link_jobs.expected(chief, 2, 3, rates, [
+        '--variable_update=distributed_replicated', '--gradient_compression=topk',
+        '--downlink_compression=topk', '--compression_fraction=0.1'])
+    assert sparse['turns_ms'] == pytest.approx(0.2 * 14400.0)
     assert link_jobs.expected(chief, 2, 3, None, []) == {'model_mb': 0.004}   # loopback
 
 
