@@ -71,7 +71,7 @@ TABLE = [('scheme', 'label', None), ('error feedback', 'error_feedback', None),
 
 
 def _compressor(scheme, fraction):
-    return compression.get(scheme, fraction if compression.takes_fraction(scheme) else None)
+    return compression.get(scheme, compression.fraction_for(scheme, fraction))
 
 
 def wire_ratio(scheme, fraction=None):

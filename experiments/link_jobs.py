@@ -86,8 +86,8 @@ def _wire_ratios(tfhp_args):
     schemes = (replication.compression,
                plan.flag_value(tfhp_args, 'downlink_compression', compression.NONE))
     fraction = plan.flag_value(tfhp_args, 'compression_fraction', None)
-    compressors = [compression.get(s, float(fraction) if fraction and
-                                   compression.takes_fraction(s) else None) for s in schemes]
+    fraction = float(fraction) if fraction else None
+    compressors = [compression.get(s, compression.fraction_for(s, fraction)) for s in schemes]
     return [c.wire_ratio if c else 1.0 for c in compressors]
 
 

@@ -91,6 +91,12 @@ def takes_fraction(name):
     return name in _SCHEMES and 'fraction' in _SCHEMES[name][2]
 
 
+def fraction_for(name, fraction):
+    """`fraction` where scheme `name` sends a share of the elements, else None: one
+    --compression_fraction serves both the gradients' and the downlink's scheme."""
+    return fraction if takes_fraction(name) else None
+
+
 def fraction_schemes():
     """The schemes --compression_fraction applies to."""
     return tuple(n for n in _SCHEMES if takes_fraction(n))

@@ -98,16 +98,17 @@ class ReplicationConfig:
         """The `tfhp.compression` Compressor these settings name (None: gradients travel as
         they are); imports TensorFlow."""
         # The fraction may be the downlink's alone (`downlink_compressor`).
-        takes = compression.takes_fraction(self.compression)
-        return compression.get(self.compression, self.compression_fraction if takes else None,
+        return compression.get(self.compression,
+                               compression.fraction_for(self.compression,
+                                                        self.compression_fraction),
                                self.momentum_correction)
 
     def downlink_compressor(self):
         """The `tfhp.compression` Compressor of --downlink_compression (None: the variables
         come down as they are); imports TensorFlow."""
-        takes = compression.takes_fraction(self.downlink_compression)
         return compression.get(self.downlink_compression,
-                               self.compression_fraction if takes else None)
+                               compression.fraction_for(self.downlink_compression,
+                                                        self.compression_fraction))
 
     @property
     def compression_flag(self):

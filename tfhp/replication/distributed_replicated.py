@@ -98,7 +98,10 @@ class DistributedReplicated(base.VariableManager):
         means = transfer.mean_over_towers(tower_grads, self._worker_device,
                                                 self._compressor)
         master_grads = filled.gated([(g, self._copies.master_of(v)) for g, v in means])
-        fill = filled.init_op([self._copies.refresh(self._worker_device, read=self._fill_value)])
+        published = None
+        if self._downlink:  # deltas start from what the workers were sent, not the masters
+            published = lambda master: self._downlink.published(master).read_value()
+        fill = filled.init_op([self._copies.refresh(self._worker_device, read=published)])
         hooks = [session_hooks.RunAtStart(fill)]
         if self._sync:
             pipelined = self._chunking is not None
@@ -120,12 +123,6 @@ class DistributedReplicated(base.VariableManager):
             # A master without a gradient never changes: its copy keeps its fill.
             train_op = self._pull([v for g, v in master_grads if g is not None])
         return base.Update(train_op=train_op, post_init_ops=[], hooks=hooks)
-
-    def _fill_value(self, master):
-        """What a session's first fill copies: the master, or what the workers were sent."""
-        if self._downlink:
-            return self._downlink.published(master).read_value()
-        return master.read_value()
 
     def _pull(self, masters):
         """The op bringing the copies of `masters` up to date after a step."""
