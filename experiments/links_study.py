@@ -74,9 +74,12 @@ def define_flags():
     flags.DEFINE_list('num_ps', ['1', '2'], 'saturation: ps task counts.')
     flags.DEFINE_list('saturation_transfers', [link_jobs.IN_TURN], 'saturation: how workers '
                       'reach the ps tasks: "%s" (parameter_server: variables down, then '
-                      'gradients up) or "%s" (distributed_replicated, --ps_pipeline_bytes=%d: '
-                      'each chunk pulled once applied, while later ones are pushed).'
-                      % (link_jobs.IN_TURN, link_jobs.PIPELINED, presets.PIPELINE_BYTES))
+                      'gradients up), "%s" (distributed_replicated, --ps_pipeline_bytes=%d: '
+                      'each chunk pulled once applied, while later ones are pushed) or "%s" '
+                      '(the same with --ps_background_pulls: the next forward pass starts on '
+                      'the chunks already back).'
+                      % (link_jobs.IN_TURN, link_jobs.PIPELINED, presets.PIPELINE_BYTES,
+                         link_jobs.BACKGROUND))
     link_flags.define()
     flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records (of '
                       'several runs: a panel per model, transfer and rate) and run nothing.')

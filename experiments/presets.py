@@ -147,6 +147,16 @@ LINKS = {
                         options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
     'pipelined2': Preset('distributed_replicated pipelined, 2 ps', 'distributed_replicated',
                          num_ps=2, options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
+    # Background pulls (--ps_background_pulls): the next forward pass starts on the chunks
+    # already pulled, while the later ones still come down.
+    'background': Preset('distributed_replicated background pulls, 1 ps',
+                         'distributed_replicated',
+                         options=(('ps_pipeline_bytes', PIPELINE_BYTES),
+                                  ('ps_background_pulls', True))),
+    'background2': Preset('distributed_replicated background pulls, 2 ps',
+                          'distributed_replicated', num_ps=2,
+                          options=(('ps_pipeline_bytes', PIPELINE_BYTES),
+                                   ('ps_background_pulls', True))),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
     # Fusion buckets (--fusion_bucket_bytes): 256 KiB buckets, last layer first, each
     # all-reduced as soon as it fills, against one bucket of every gradient (the single pack,

@@ -268,6 +268,10 @@ flags.DEFINE_integer('ps_pipeline_bytes', 0, 'Pipelined push-pull for synchronou
                      'chunks of at most this size, and each is pushed, applied and pulled back '
                      'on its own, both directions of a link busy at once (0: every update '
                      'released at once).')
+flags.DEFINE_boolean('ps_background_pulls', False, 'With --ps_pipeline_bytes: a step ends '
+                     'once its gradients are on the ps tasks, the pulls run in a thread of '
+                     'the worker\'s own, and each variable\'s reads in the next step wait for '
+                     'its own pull only, so the next forward pass overlaps the later pulls.')
 flags.DEFINE_float('linger_s', 0.0, 'A serving task serves this many seconds more after its '
                    'workers are done, or until a client releases it (python -m tfhp.reconnect), '
                    'so a client can read or save the variables it holds; 0: exit at once.')

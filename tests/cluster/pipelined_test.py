@@ -27,3 +27,13 @@ def test_pipelined_chunks_train_as_the_whole_step_does(tmp_path):
     assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])
     loads = pipelined['tasks'][0]['variable_bytes_by_device']
     assert sorted(loads.values()) == [8 << 20, 8 << 20]  # two chunks on each ps task
+
+
+def test_background_pulls_train_as_the_whole_step_does(tmp_path):
+    whole = _run(tmp_path)
+    background = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls')
+    for summary in (whole, background):
+        assert [t['global_step'] for t in summary['tasks']] == [7, 7]
+        assert summary['dropped_gradients'] == 0
+    sums = [t['variables_checksum'] for s in (whole, background) for t in s['tasks']]
+    assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])

@@ -86,6 +86,13 @@ def _check_cluster(cfg):
                        'graphs (its workers keep the copies the pulls fill); got %s%s',
                        _update_flag(lambda s: s.pipelines), update,
                        '' if cluster.cross_replica_sync else ' asynchronous')
+    if cluster.ps_background_pulls:
+        errors.require(cluster.ps_pipeline_bytes and
+                       cluster.replicas_to_aggregate in (None, cluster.num_workers) and
+                       cfg.replication.downlink_compression == compression.NONE,
+                       '--ps_background_pulls pulls the chunks of the pipelined transfer '
+                       'while every worker takes every step: it needs --ps_pipeline_bytes, '
+                       'no spares (--replicas_to_aggregate) and no --downlink_compression')
     if cfg.replication.downlink_compression != compression.NONE:
         errors.require(mode.graph_per_worker and cluster.cross_replica_sync and
                        cluster.replicas_to_aggregate in (None, cluster.num_workers),

@@ -52,6 +52,9 @@ class ClusterConfig:
         variables over N bytes are split into chunks of at most N bytes, and each variable or
         chunk is pushed, applied and pulled back on its own; 0: every variable's update is
         released at once (the whole step's token).
+      ps_background_pulls: with ps_pipeline_bytes, a step ends once its gradients are on the
+        ps tasks; the pulls run in a thread of the worker's own and each variable's reads in
+        the next step wait for its own pull only (`tfhp.replication.background_pulls`).
       linger_s: a serving task serves this many seconds more after the tasks it serves are
         done (or failed, or lost), or until a client releases it (`tfhp.reconnect`), so its
         variables outlive their client; 0: it exits at once.
@@ -81,6 +84,7 @@ class ClusterConfig:
     save_model_secs: Optional[float] = None
     partition_min_bytes: int = 0
     ps_pipeline_bytes: int = 0
+    ps_background_pulls: bool = False
     linger_s: float = 0.0
     serve_clients: bool = False
     container: str = ''

@@ -1,9 +1,16 @@
-"""RunAtStart: a SessionRunHook that runs ops each time a session is created.
+"""Hooks that run ops of their own: once at session start, or over and over in threads.
 
-What managers and tasks need at session start (fill local copies from the masters, take the
-chief's variables, set the job's end step) is an op to run once per session, including a session
-made again after a restore; this is the one hook that does it.
+RunAtStart: what managers and tasks need at session start (fill local copies from the masters,
+take the chief's variables, set the job's end step) is an op to run once per session, including
+a session made again after a restore; this is the one hook that does it.
+
+RunInLoops: a protocol's work beside the steps (the sync chief's update loop, background
+pulls) runs in threads of the hook's own, one op over and over, until the session closes; those
+runs can be traced for a traced step (`trace_loops`, `loop_traces`), since they are not part of
+the step's own run.
 """
+import threading
+
 import tensorflow.compat.v1 as tf
 
 
@@ -20,3 +27,61 @@ class RunAtStart(tf.train.SessionRunHook):
     def after_create_session(self, session, coord):
         del coord  # Nothing to coordinate: one run, in the creating thread.
         session.run(self._fetches)
+
+
+class RunInLoops(tf.train.SessionRunHook):
+    """Runs each of `loops` over and over, in a daemon thread of its own, from session start.
+
+    A loop ends when its session is closed (its blocked run is cancelled), or on its first
+    error, which it hands to the coordinator (the next step raises it).
+
+    Args:
+      loops: ops, each run in a loop of its own.
+    """
+
+    def __init__(self, loops=()):
+        self._loops = list(loops)
+        self._lock = threading.Lock()
+        self._tracing = False
+        self._traces = []
+
+    def start_loops(self, session, coord):
+        """Starts the threads (call from after_create_session)."""
+        for loop in self._loops:
+            # Not registered with the coordinator: a thread blocks (in take_grad, or on a token)
+            # when the replicas stop, and closing the session is what ends it.
+            threading.Thread(target=self._loop, args=(session, coord, loop),
+                             name='loop_%s' % loop.name.replace('/', '_'), daemon=True).start()
+
+    def after_create_session(self, session, coord):
+        self.start_loops(session, coord)
+
+    def trace_loops(self):
+        """Traces every loop run that starts from now on, until `loop_traces`."""
+        with self._lock:
+            self._tracing, self._traces = True, []
+
+    def loop_traces(self):
+        """Stops tracing; returns [(loop op name, RunMetadata)] of the runs traced and done."""
+        with self._lock:
+            self._tracing = False
+            traces, self._traces = self._traces, []
+        return traces
+
+    def _loop(self, session, coord, op):
+        while not coord.should_stop():
+            with self._lock:
+                traced = self._tracing
+            options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if traced else None
+            metadata = tf.RunMetadata() if traced else None
+            try:
+                session.run(op, options=options, run_metadata=metadata)
+            except (tf.errors.CancelledError, tf.errors.AbortedError, RuntimeError):
+                return  # the session was closed or recreated
+            except tf.errors.OpError as e:
+                coord.request_stop(e)
+                return
+            if traced:
+                with self._lock:
+                    if self._tracing:
+                        self._traces.append((op.name, metadata))

@@ -135,7 +135,8 @@ def _sync(topology, cluster, compressor):
         sync_replicas.SyncReplicas, worker_device=topology.input_device,
         replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
         num_replicas=topology.num_workers, is_chief=topology.is_chief,
-        compressor=compressor, per_variable=bool(cluster.ps_pipeline_bytes))
+        compressor=compressor, per_variable=bool(cluster.ps_pipeline_bytes),
+        timeout_s=cluster.step_timeout_s)
 
 
 def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False):
@@ -159,7 +160,8 @@ def _distributed_replicated(topology, cluster, compressor, remedies, downlink=No
     return distributed_replicated.DistributedReplicated(
         topology.tower_devices, topology.variable_devices, topology.input_device,
         sync=sync(None) if sync else None, compressor=compressor,
-        pipeline_bytes=cluster.ps_pipeline_bytes, downlink=downlink)
+        pipeline_bytes=cluster.ps_pipeline_bytes, downlink=downlink,
+        background_pulls=cluster.ps_background_pulls)
 
 
 def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None):

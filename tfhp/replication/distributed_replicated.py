@@ -13,6 +13,10 @@ the ps tasks), the sync protocol releases each master on its own (`SyncReplicas(
 and each copy is refreshed as soon as its master is: pulls overlap the pushes still on the wire.
 Checkpoints keep the canonical names (a chunked master is saved as slices of one variable).
 
+Background pulls (`background_pulls`, pipelined only): the step ends once the gradients are on
+the ps tasks; the pulls run in a thread of their own, and each copy's reads in the next step wait
+for its own pull only (`tfhp.replication.background_pulls`).
+
 Compressed downlink deltas (`downlink`, synchronous only): the copies are moved by the
 compressed deltas the chief publishes after each apply (`tfhp.replication.downlink`), not
 copied from the masters, so only payloads come down; they start from the published values.
@@ -28,6 +32,7 @@ import tensorflow.compat.v1 as tf
 
 from tfhp.ops import scopes
 from tfhp.ops import session_hooks
+from tfhp.replication import background_pulls as background_pulls_lib
 from tfhp.replication import base
 from tfhp.replication import device_setters
 from tfhp.replication import init_flag
@@ -50,13 +55,18 @@ class DistributedReplicated(base.VariableManager):
         the module doc; `sync` must release each variable on its own); 0: the whole step.
       downlink: a `tfhp.replication.downlink.Downlink`: the copies follow compressed deltas
         (needs `sync`, with every replica in each step); None: they copy the masters.
+      background_pulls: pull in a thread of the worker's own, each copy's reads waiting for
+        its own pull (needs pipeline_bytes and copies of the masters, not deltas).
     """
 
     def __init__(self, tower_devices, variable_devices, worker_device, sync=None,
-                 compressor=None, pipeline_bytes=0, downlink=None):
+                 compressor=None, pipeline_bytes=0, downlink=None, background_pulls=False):
         if downlink is not None and sync is None:
             raise ValueError('compressed downlink deltas need synchronous steps: every worker '
                              'must apply every delta')
+        if background_pulls and not (pipeline_bytes and sync and downlink is None):
+            raise ValueError('background pulls need the synchronous pipelined transfer '
+                             '(pipeline_bytes) and copies of the masters (no downlink)')
         self._placer = device_setters.GreedyByBytes(variable_devices)
         self._copies = master_copies.MasterCopies(
             tower_devices, device_setters.variables_on(self._placer, worker_device))
@@ -66,6 +76,8 @@ class DistributedReplicated(base.VariableManager):
         self._chunking = (partitioning.chunk_large_variables(pipeline_bytes)
                           if pipeline_bytes else None)
         self._downlink = downlink
+        self._ready = (background_pulls_lib.ReadyQueues(worker_device, len(tower_devices))
+                       if background_pulls else None)
 
     @property
     def placer(self):
@@ -95,6 +107,8 @@ class DistributedReplicated(base.VariableManager):
             self._worker_device, 'tower_copies_filled', 'fill_tower_copies',
             'the tower copies of this worker were never filled from the masters: run the op '
             '`%s` once per session (the hook in Update.hooks does: install it)', local=True)
+        # Background pulls: every read of a copy built so far (the towers') waits for its pull.
+        tag = self._gate_reads(len(tower_grads)) if self._ready else None
         means = transfer.mean_over_towers(tower_grads, self._worker_device,
                                                 self._compressor)
         master_grads = filled.gated([(g, self._copies.master_of(v)) for g, v in means])
@@ -103,13 +117,16 @@ class DistributedReplicated(base.VariableManager):
             published = lambda master: self._downlink.published(master).read_value()
         fill = filled.init_op([self._copies.refresh(self._worker_device, read=published)])
         hooks = [session_hooks.RunAtStart(fill)]
+        if self._ready:
+            hooks.append(session_hooks.RunAtStart(self._ready.seed(global_step.read_value())))
         if self._sync:
             pipelined = self._chunking is not None
             update = self._sync.apply_worker_gradients(
                 master_grads, optimizer_fn, global_step,
                 # Pipelined: each copy pulled once its own master is new.
                 after_each=self._pull_one if pipelined else None,
-                publish=self._downlink.publish if self._downlink else None)
+                publish=self._downlink.publish if self._downlink else None,
+                tag=tag)
             if pipelined:
                 return base.Update(train_op=update.train_op, post_init_ops=[],
                                    hooks=list(update.hooks) + hooks)
@@ -124,6 +141,12 @@ class DistributedReplicated(base.VariableManager):
             train_op = self._pull([v for g, v in master_grads if g is not None])
         return base.Update(train_op=train_op, post_init_ops=[], hooks=hooks)
 
+    def _gate_reads(self, num_towers):
+        """The copies' reads gated on their ready queues; returns the step they hold."""
+        return self._ready.gate([(t, copy, self._copies.master_of(copy))
+                                 for t in range(num_towers)
+                                 for copy in self._copies.trainable_variables(t)])
+
     def _pull(self, masters):
         """The op bringing the copies of `masters` up to date after a step."""
         if self._downlink:
@@ -132,5 +155,11 @@ class DistributedReplicated(base.VariableManager):
                 lambda master: self._downlink.delta(master, self._worker_device))
         return self._copies.refresh(self._worker_device, masters)
 
-    def _pull_one(self, master):
-        return self._pull([master])
+    def _pull_one(self, master, step):
+        """master's copies brought up to date; with background pulls, then released at
+        `step` to the reads of the next step."""
+        pull = self._pull([master])
+        if not self._ready:
+            return pull
+        with tf.control_dependencies([pull]):
+            return self._ready.release(master, step)

@@ -53,42 +53,45 @@ R = 3): the global step ran at 28 steps/s, as if there were no straggler, i.e. s
 synchronous; with spares, fast replicas burn steps on stale leftover tokens. Here a replica sends
 at most one gradient per step, and dropped gradients are counted.
 """
-import threading
+import time
 
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import barriers
 from tfhp.ops import scopes
+from tfhp.ops import session_hooks
 from tfhp.replication import base
 from tfhp.replication import transfer
 
 TOKEN_QUEUE = 'tfhp_sync_step_tokens'
 
 
-class _SyncHook(tf.train.SessionRunHook):
-    """Session start-up of the protocol; on the chief, also runs the update loop (a, b, c)."""
+class _SyncHook(session_hooks.RunInLoops):
+    """Session start-up of the protocol; then each of `loops` (the chief's update loop a-c,
+    background pulls' step 4) run over and over in a thread of its own; at the end, `drained`
+    waited for (background pulls: the last step's pulls)."""
 
-    def __init__(self, init_op, update_op=None):
+    def __init__(self, init_op, loops=(), drained=None, timeout_s=None):
+        super().__init__(loops)
         self._init_op = init_op
-        self._update_op = update_op
+        self._drained = drained
+        self._timeout_s = timeout_s
 
     def after_create_session(self, session, coord):
         session.run(self._init_op)
-        if self._update_op is not None:
-            # A daemon thread, not registered with the coordinator: it blocks in take_grad when
-            # the replicas stop, and closing the session is what ends it.
-            threading.Thread(target=self._update_loop, args=(session, coord),
-                             name='sync_replicas_update', daemon=True).start()
+        self.start_loops(session, coord)
 
-    def _update_loop(self, session, coord):
-        while not coord.should_stop():
-            try:
-                session.run(self._update_op)
-            except (tf.errors.CancelledError, tf.errors.AbortedError, RuntimeError):
-                return  # the session was closed or recreated
-            except tf.errors.OpError as e:
-                coord.request_stop(e)
-                return
+    def end(self, session):
+        if self._drained is None:
+            return
+        deadline = time.monotonic() + self._timeout_s
+        while not session.run(self._drained):
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    'the pulls of the last step did not come back within --step_timeout_s=%g s'
+                    ' (background pulls: the chief releases each variable once every worker '
+                    'sent its gradient)' % self._timeout_s)
+            time.sleep(0.01)
 
 
 def _accumulator(grad, var):
@@ -125,17 +128,18 @@ def _published(update, variables, publish):
 
 def _await_each(applies, tokens, grads_and_vars, step_read, after_each):
     """Pipelined step 4: each variable's token newer than step_read, taken once its own apply
-    ran, then after_each(variable); returns (those ops, the tokens' step).
+    ran (applies None: at once, the background pulls' loop), then after_each(variable, token);
+    returns (those ops, the tokens' step).
 
     The new local step is the tokens' step, not the global step's: the chief moves the global
     step only after the last variable's tokens are out, so a read of it here could still see
     the old step (and tag the next gradients stale)."""
     done, received = [], []
-    for apply, queue, (_, var) in zip(applies, tokens, grads_and_vars):
-        with tf.control_dependencies([apply]):
+    for i, (queue, (_, var)) in enumerate(zip(tokens, grads_and_vars)):
+        with tf.control_dependencies([applies[i]] if applies else []):
             received.append(barriers.dequeue_newer_than(queue, step_read))
         with tf.control_dependencies([received[-1]]):
-            done.append(after_each(var) if after_each else received[-1])
+            done.append(after_each(var, received[-1]) if after_each else received[-1])
     return done, tf.reduce_max(tf.stack(received))
 
 
@@ -154,10 +158,12 @@ class SyncReplicas(base.PlacementDelegate):
         as they are).
       per_variable: a token queue per variable, each variable applied and released on its own
         (pipelined; see the module doc); False: one step token for every variable.
+      timeout_s: with background pulls, the bound on waiting for the last step's pulls as
+        the session ends (--step_timeout_s).
     """
 
     def __init__(self, placement, worker_device, replicas_to_aggregate, num_replicas,
-                 is_chief, compressor=None, per_variable=False):
+                 is_chief, compressor=None, per_variable=False, timeout_s=600.0):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
@@ -168,6 +174,7 @@ class SyncReplicas(base.PlacementDelegate):
         self._is_chief = is_chief
         self._compressor = compressor
         self._per_variable = per_variable
+        self._timeout_s = timeout_s
         self._dropped = None
 
     def counters(self):
@@ -187,7 +194,7 @@ class SyncReplicas(base.PlacementDelegate):
         return update._replace(post_init_ops=self.post_init_ops())  # e.g. priming the reads
 
     def apply_worker_gradients(self, grads_and_vars, optimizer_fn, global_step,
-                               after_each=None, publish=None):
+                               after_each=None, publish=None, tag=None):
         """The protocol of the module docstring for this worker's gradient per variable.
 
         Args:
@@ -195,16 +202,27 @@ class SyncReplicas(base.PlacementDelegate):
             (`transfer.narrow`) is decompressed on the variable's device.
           optimizer_fn: no-argument callable returning the optimizer the chief applies with.
           global_step: the global step variable (on a ps task).
-          after_each: after_each(variable) -> an op to run once that variable of this step is
-            applied (e.g. its refresh), built under control dependencies on its token (on the
-            whole step's token without per_variable); the step ends after all of them.
+          after_each: after_each(variable, step) -> an op to run once that variable of this
+            step is applied (e.g. its refresh), `step` being the token that released it;
+            built under control dependencies on that token (on the whole step's token without
+            per_variable); the step ends after all of them.
           publish: publish(variable) -> an op the chief runs once it has applied a step to
             that variable and before it releases the variable's tokens (compressed downlink
             deltas, `tfhp.replication.downlink`); built under control dependencies on the
             apply. None: nothing.
+          tag: background pulls (`tfhp.replication.background_pulls`; per_variable, no
+            spares): the step the gradients were computed at. The step then ends once they
+            are in the accumulators; step 4 (each token, then after_each) runs as a loop in a
+            thread of this worker's, and the session's end waits for the last step's pulls.
+            None: the step ends with step 4.
         Returns:
           A `base.Update` whose hooks every worker must install.
         """
+        background = tag is not None
+        if background and not (self._per_variable and
+                               self._replicas_to_aggregate == self._num_replicas):
+            raise ValueError('background pulls need a token per variable and every replica in '
+                             'each step (no spares)')
         grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
         step_device = global_step.device
         with tf.device(self._worker_device):
@@ -221,42 +239,67 @@ class SyncReplicas(base.PlacementDelegate):
         else:
             tokens = barriers.step_token_queue(step_device, TOKEN_QUEUE)
 
+        loops, drained, init_ops = [], None, []
         with tf.name_scope(scopes.AGGREGATE):
-            step_read = local_step.read_value()
+            step_read = tag if background else local_step.read_value()
             # 2. Late? Read the global step only once the gradients are ready.
             # A payload that cannot be summed is a tuple of tensors: wait for each.
             with tf.control_dependencies(tf.nest.flatten([g for g, _ in grads_and_vars])):
                 late = tf.less(step_read, global_step.read_value())
             count = self._dropped.assign_add(tf.cast(late, tf.int64), read_value=False)
-            # 3. Send, tagged with the local step.
-            applies = self._send(accumulators, grads_and_vars, step_read, count)
+            # 3. Send, tagged with the local step; background pulls send each gradient once
+            # it exists (without spares none is late, so none waits for the count).
+            applies = self._send(accumulators, grads_and_vars, step_read,
+                                 None if background else count)
             # 4. Wait for the step to be applied (or to have been applied without us): each
-            # variable apart (pipelined), or all at once.
-            if self._per_variable:
-                done, new_step = _await_each(applies, tokens, grads_and_vars, step_read,
-                                             after_each)
+            # variable apart (pipelined), or all at once; or in the pulls' own loop.
+            if background:
+                with tf.device(self._worker_device):
+                    pushed = tf.Variable(tf.constant(0, tf.int64), trainable=False,
+                                         collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                                         name='sync_pushed_step')
+                # The step ends once the global step has moved (a token of the chief's), so a
+                # read after it sees the step this one made, as the whole step's does; the
+                # next forward then starts on the chunks already back.
+                stepped_tokens = barriers.step_token_queue(step_device, TOKEN_QUEUE)
+                with tf.control_dependencies(applies + [count]):
+                    stepped = barriers.dequeue_newer_than(stepped_tokens, step_read)
+                train_op = tf.group(stepped, pushed.assign(step_read))
+                done, new_step = _await_each(None, tokens, grads_and_vars,
+                                             local_step.read_value(), after_each)
+                with tf.control_dependencies(done):
+                    loops.append(local_step.assign(new_step, read_value=False,
+                                                   name='background_pulls'))
+                drained = tf.greater(local_step.read_value(), pushed.read_value())
+                init_ops.append(pushed.assign(global_step.read_value() - 1))
             else:
-                with tf.control_dependencies(applies):
-                    token = barriers.dequeue_newer_than(tokens, step_read)
-                with tf.control_dependencies([token]):
-                    done = [after_each(v) for _, v in grads_and_vars] if after_each else [token]
-            with tf.control_dependencies(done):
-                if not self._per_variable:  # read once the step's token is taken
-                    new_step = global_step.read_value()
-                train_op = local_step.assign(new_step, read_value=False)
+                if self._per_variable:
+                    done, new_step = _await_each(applies, tokens, grads_and_vars, step_read,
+                                                 after_each)
+                else:
+                    with tf.control_dependencies(applies):
+                        token = barriers.dequeue_newer_than(tokens, step_read)
+                    with tf.control_dependencies([token]):
+                        done = ([after_each(v, token) for _, v in grads_and_vars]
+                                if after_each else [token])
+                with tf.control_dependencies(done):
+                    if not self._per_variable:  # read once the step's token is taken
+                        new_step = global_step.read_value()
+                    train_op = local_step.assign(new_step, read_value=False)
 
-        init_ops = [local_step.assign(global_step.read_value(), read_value=False)]
-        update_op = None
+        init_ops.append(local_step.assign(global_step.read_value(), read_value=False))
         if self._is_chief:
             init_ops += [a.set_global_step(global_step.read_value()) for a in accumulators]
-            update_op = self._chief_update(accumulators, grads_and_vars, optimizer_fn,
-                                           global_step, tokens, publish)
-        hook = _SyncHook(tf.group(*init_ops, name='sync_replicas_init'), update_op)
+            loops.append(self._chief_update(accumulators, grads_and_vars, optimizer_fn,
+                                            global_step, tokens, publish,
+                                            stepped_tokens if background else None))
+        hook = _SyncHook(tf.group(*init_ops, name='sync_replicas_init'), loops, drained,
+                         self._timeout_s)
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[hook])
 
-    def _send(self, accumulators, grads_and_vars, step_read, count):
-        """Each gradient applied to its accumulator, tagged step_read, after `count`; returns
-        the apply ops in the order of grads_and_vars.
+    def _send(self, accumulators, grads_and_vars, step_read, gate):
+        """Each gradient applied to its accumulator, tagged step_read, after `gate` (None:
+        nothing); returns the apply ops in the order of grads_and_vars.
 
         All at once, or (pipelined) one at a time to each ps task, last variable first (the
         order backprop makes them), so each arrives early enough for its pull to overlap the
@@ -266,28 +309,30 @@ class SyncReplicas(base.PlacementDelegate):
         bound with one chain, 1.18-1.25 with a chain per task)."""
         applies = [None] * len(grads_and_vars)
         previous = {}  # ps device -> the last apply sent to it
+        first = [gate] if gate is not None else []
         order = range(len(grads_and_vars))
         for i in reversed(order) if self._per_variable else order:
             grad, var = grads_and_vars[i]
-            gate = previous.get(var.device, count)
+            gates = [previous[var.device]] if var.device in previous else first
             if self._per_variable:
                 # Gated where it is sent from: the ps receives a tensor as soon as the worker
                 # makes it, whatever waits for it on the ps.
-                with tf.device(self._worker_device), tf.control_dependencies([gate]):
+                with tf.device(self._worker_device), tf.control_dependencies(gates):
                     grad = base.map_values(grad, tf.identity)
-            with tf.device(var.device), tf.control_dependencies([gate]):
+            with tf.device(var.device), tf.control_dependencies(gates):
                 applies[i] = _apply(accumulators[i], grad, var, step_read, self._compressor)
             if self._per_variable:
                 previous[var.device] = applies[i]
         return applies
 
     def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens,
-                      publish):
+                      publish, stepped_tokens=None):
         """Steps a-c of the protocol, as one op the chief's thread runs in a loop; publish
-        (or None) as in `apply_worker_gradients`, between b and c."""
+        (or None) as in `apply_worker_gradients`, between b and c; stepped_tokens (background
+        pulls): a queue taking num_replicas tokens of each new global step."""
         if self._per_variable:
             return self._chief_update_per_variable(accumulators, grads_and_vars, optimizer_fn,
-                                                   global_step, tokens, publish)
+                                                   global_step, tokens, publish, stepped_tokens)
         with tf.name_scope(scopes.APPLY):
             means = []
             for accumulator, (grad, var) in zip(accumulators, grads_and_vars):
@@ -300,7 +345,7 @@ class SyncReplicas(base.PlacementDelegate):
                     tf.fill([self._num_replicas], global_step.read_value()))
 
     def _chief_update_per_variable(self, accumulators, grads_and_vars, optimizer_fn,
-                                   global_step, tokens, publish):
+                                   global_step, tokens, publish, stepped_tokens):
         """Steps a-c, each variable on its own: take, apply (its own optimizer, so its slots
         and step counts are its own, as one optimizer's would be), release its tokens; the
         global step moves once every variable is applied."""
@@ -316,4 +361,8 @@ class SyncReplicas(base.PlacementDelegate):
                         released.append(queue.enqueue_many(
                             tf.fill([self._num_replicas], step + 1)))
             with tf.device(global_step.device), tf.control_dependencies(released):
-                return global_step.assign_add(1, read_value=False)
+                stepped = global_step.assign_add(1, read_value=False)
+                if stepped_tokens is None:
+                    return stepped
+                with tf.control_dependencies([stepped]):
+                    return stepped_tokens.enqueue_many(tf.fill([self._num_replicas], step + 1))
