@@ -105,7 +105,7 @@ def step_fetches(train_op, observers):
 
 
 def run_steps(sess, train_op, num_steps, images_per_step, observers=(), first_step=1,
-              trace_step=None, on_trace=None, run=None, on_step=None):
+              trace_step=None, on_trace=None, run=None, on_step=None, before_trace=None):
     """Runs `train_op` (once a step) up to num_steps times and returns their `timing.StepTimes`.
 
     The one timed loop of every mode: one-process runs call it with a session's `run`; a
@@ -124,6 +124,9 @@ def run_steps(sess, train_op, num_steps, images_per_step, observers=(), first_st
       trace_step: before timed step `trace_step`, one extra step runs with FULL_TRACE and
         `on_trace(trace_step, run_metadata)` is called; neither is timed nor in wall time.
       on_trace: see trace_step.
+      before_trace: called before one more extra, untimed and untraced step that precedes the
+        traced one (so that a hook's background runs, started during it, are traced as the
+        step is: `session_hooks.RunInLoops.trace_loops`); None: no such step.
       run: run(fetches) -> values, in place of sess.run.
       on_step: on_step(value of train_op), called after each step (untimed); True ends the loop.
     Returns:
@@ -138,6 +141,9 @@ def run_steps(sess, train_op, num_steps, images_per_step, observers=(), first_st
         first_step, first_step + num_steps)
     for i in steps:
         if i == trace_step:
+            if before_trace is not None:
+                before_trace()
+                run(train_op)
             on_trace(i, run_traced(sess, train_op)[1])
             now = time.perf_counter()
             untimed += now - last

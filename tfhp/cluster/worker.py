@@ -371,7 +371,7 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
             run=_step_runner(sess, cluster, dog, 'step'),
             on_step=noted(lambda value: progress.after_timed_step(value[1], loss=value[2])),
-            **_tracing(cfg, log))
+            **_tracing(cfg, log, built.ops.hooks))
     if progress.stopped:
         events.note('the job stopped at global step %d' % progress.step)
     return progress_lib.LoopOutcome(
@@ -382,7 +382,7 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
         first_loss=progress.first_loss, last_loss=progress.last_loss)
 
 
-def _tracing(cfg, log):
+def _tracing(cfg, log, hooks):
     """run_steps' trace_step and on_trace for --trace_file: every worker runs timed step
     --trace_step traced (an extra, untimed step, so that the workers of a synchronous job still
     take their steps together), and the chief (task 0) writes the trace files; with `{task}`
@@ -397,8 +397,17 @@ def _tracing(cfg, log):
         write = capture.trace_writer(profile.trace_file.replace(TRACE_TASK, str(index)),
                                      profile.trace_memory, log,
                                      chrome=profile.use_chrome_trace_format)
-    return {'trace_step': profile.trace_step,
-            'on_trace': write or (lambda step, run_metadata: None)}
+    # Background runs (background pulls, the sync chief's updates) are traced from one extra
+    # step before the traced one, and those that overlap it are merged into its trace.
+    loops = [h for h in hooks if isinstance(h, session_hooks.RunInLoops)]
+
+    def on_trace(step, run_metadata):
+        background = [trace for hook in loops for trace in hook.loop_traces()]
+        if write:
+            write(step, capture.with_background(run_metadata, background))
+
+    return {'trace_step': profile.trace_step, 'on_trace': on_trace,
+            'before_trace': (lambda: [h.trace_loops() for h in loops]) if loops else None}
 
 
 def _result(cfg, built, loop, final, log, **session):

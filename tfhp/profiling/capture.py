@@ -12,6 +12,8 @@ import tensorflow.compat.v1 as tf
 from tensorflow.python.client import timeline  # pylint: disable=g-direct-tensorflow-import
 
 RUN_METADATA_SUFFIX = '.runmeta.pb'
+# Appended to each device of a background run merged into a step's trace (`with_background`).
+BACKGROUND_DEVICE = '%s [%s]'
 
 
 def chrome_trace(run_metadata, show_memory=False):
@@ -25,6 +27,42 @@ def chrome_trace(run_metadata, show_memory=False):
     """
     return timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format(
         show_dataflow=True, show_memory=show_memory)
+
+
+def with_background(run_metadata, background):
+    """The step's RunMetadata with the traced background runs that overlap it in time.
+
+    The runs of a hook's threads beside the step (`session_hooks.RunInLoops`: background
+    pulls, the sync chief's updates) are not part of the step's run; merged, each of their
+    devices is a lane of its own, named `<device> [<loop op>]`, on the step's clock.
+
+    Args:
+      run_metadata: the step's `RunMetadata` (FULL_TRACE).
+      background: [(loop op name, RunMetadata)].
+    Returns:
+      A new `RunMetadata`.
+    """
+    merged = tf.RunMetadata()
+    merged.CopyFrom(run_metadata)
+    start, end = _span(run_metadata)
+    for name, metadata in background:
+        other_start, other_end = _span(metadata)
+        if other_end < start or other_start > end:
+            continue
+        for dev_stats in metadata.step_stats.dev_stats:
+            lane = merged.step_stats.dev_stats.add()
+            lane.CopyFrom(dev_stats)
+            lane.device = BACKGROUND_DEVICE % (dev_stats.device, name)
+    return merged
+
+
+def _span(run_metadata):
+    """(first op's start, last op's end) in microseconds since the epoch."""
+    nodes = [n for d in run_metadata.step_stats.dev_stats for n in d.node_stats]
+    if not nodes:
+        return 0, -1
+    return (min(n.all_start_micros for n in nodes),
+            max(n.all_start_micros + n.all_end_rel_micros for n in nodes))
 
 
 def write_trace(run_metadata, path, show_memory=False, chrome=True):

@@ -1,0 +1,85 @@
+"""One traced step of the pipelined push-pull and one with background pulls, as timelines.
+
+Runs two synchronous `distributed_replicated` jobs of --model on one ps task and --num_workers
+workers, on emulated links of --rate, with the pipelined transfer (--ps_pipeline_bytes, the
+links studies' chunks): one with --ps_background_pulls, one without. The chief traces timed step
+--trace_step of each (`--trace_file`; the background runs that overlap it, the pulls and the
+chief's applies, are merged in), and the figure stacks worker 0's two steps on one time axis:
+its forward and backward ops, its pushes and pulls on the wire, the chief's applies
+(`tfhp.profiling.push_pull`). Writes --plot and the same figure as SVG beside it, and one JSON
+line per variant (its traced step and its timed steps' median) to --result_file.
+
+  python -m experiments.pull_timeline --rate=1gbit --plot=docs/img/pull_timeline.png
+"""
+import os
+import tempfile
+
+from absl import flags
+
+from experiments import common
+from experiments import frame
+from experiments import link_jobs
+from tfhp import plots
+from tfhp import provenance
+from tfhp.profiling import capture
+from tfhp.profiling import push_pull
+
+FLAGS = flags.FLAGS
+VARIANTS = (link_jobs.PIPELINED, link_jobs.BACKGROUND)
+
+
+def measure(transfer, trace_dir):
+    """Runs one traced job; returns its record and its traced step's rows."""
+    trace = os.path.join(trace_dir, '%s.json' % transfer.replace(' ', '_'))
+    args = link_jobs.job_args(FLAGS.model, FLAGS.steps, FLAGS.warmup_steps,
+                              link_jobs.TRANSFERS[transfer]) + [
+                                  '--trace_file=' + trace, '--trace_step=%d' % FLAGS.trace_step]
+    run = common.run_cluster(1, FLAGS.num_workers, args, link_bandwidth=FLAGS.rate)
+    if run.error:
+        raise RuntimeError('%s: the job failed: %s' % (transfer, run.error))
+    rows = push_pull.rows(capture.load_run_metadata(trace + capture.RUN_METADATA_SUFFIX))
+    step = [span for row in (push_pull.FORWARD, push_pull.BACKWARD, push_pull.PUSH)
+            for span in rows[row]]
+    step_ms = run.results[('worker', 0)].get('step_time_ms') or {}
+    record = dict(label=transfer, model=FLAGS.model, rate=FLAGS.rate,
+                  num_workers=FLAGS.num_workers, timed_step_ms_p50=step_ms.get('p50'),
+                  traced_step_ms=max(end for _, end in step) - min(s for s, _ in step),
+                  pushes=len(rows[push_pull.PUSH]), pulls=len(rows[push_pull.PULL]))
+    return record, rows
+
+
+def panel_title(record):
+    return ('%s: traced step %.0f ms (timed steps: median %.0f ms)'
+            % (record['label'], record['traced_step_ms'],
+               record['timed_step_ms_p50'] or float('nan')))
+
+
+def study():
+    """Runs both traced jobs, writes their records, draws --plot (and its SVG)."""
+    with tempfile.TemporaryDirectory() as temporary:
+        measured = [measure(transfer, FLAGS.trace_dir or temporary) for transfer in VARIANTS]
+    records = [record for record, _ in measured]
+    common.write_records(records, FLAGS.result_file)
+    for r in records:
+        print(panel_title(r))
+    if FLAGS.plot:
+        panels = [(panel_title(r), rows) for r, rows in measured]
+        title = ('%s, %d worker(s), 1 ps, %s links, pipelined push-pull: worker 0\'s traced '
+                 'step' % (FLAGS.model, FLAGS.num_workers, FLAGS.rate))
+        caption = ('pushes and pulls of at least %d KiB, drawn on the wire (from the later of '
+                   'the request and the previous arrival); %s'
+                   % (push_pull.MIN_BYTES // 1024, provenance.caption()))
+        common.draw(lambda path: plots.step_timelines(path, panels, push_pull.ROWS,
+                                                      title=title, caption=caption),
+                    FLAGS.plot)
+
+
+if __name__ == '__main__':
+    flags.DEFINE_string('rate', '1gbit', 'Emulated link rate (tc units; needs root).')
+    flags.DEFINE_string('model', 'lenet', 'A links-study model (experiments.link_jobs.MODELS).')
+    flags.DEFINE_integer('num_workers', 1, 'Workers of each job.')
+    flags.DEFINE_integer('trace_step', 5, 'The timed step the chief traces.')
+    flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<transfer>.json and its '
+                        '.runmeta.pb); default: a temporary directory.')
+    frame.main(study, steps=10, warmup_steps=3, repeats=None, seed=None,
+               plot='the two traced steps\' timelines')
