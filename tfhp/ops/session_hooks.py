@@ -10,6 +10,7 @@ runs can be traced for a traced step (`trace_loops`, `loop_traces`), since they 
 the step's own run.
 """
 import threading
+import time
 
 import tensorflow.compat.v1 as tf
 
@@ -44,6 +45,8 @@ class RunInLoops(tf.train.SessionRunHook):
         self._lock = threading.Lock()
         self._tracing = False
         self._traces = []
+        self._in_flight = 0  # traced runs of this generation not done yet
+        self._generation = 0  # moved by each trace_loops and loop_traces
 
     def start_loops(self, session, coord):
         """Starts the threads (call from after_create_session)."""
@@ -59,19 +62,32 @@ class RunInLoops(tf.train.SessionRunHook):
     def trace_loops(self):
         """Traces every loop run that starts from now on, until `loop_traces`."""
         with self._lock:
-            self._tracing, self._traces = True, []
+            self._generation += 1
+            self._tracing, self._traces, self._in_flight = True, [], 0
 
-    def loop_traces(self):
-        """Stops tracing; returns [(loop op name, RunMetadata)] of the runs traced and done."""
+    def loop_traces(self, wait_s=2.0):
+        """Stops tracing; returns [(loop op name, RunMetadata)] of the traced runs.
+
+        Waits up to wait_s for traced runs still in flight: the pulls of a step end after the
+        step does. A run that blocks until the next step (the chief's wait for gradients) is
+        left out, as are runs that end after this call.
+        """
         with self._lock:
             self._tracing = False
-            traces, self._traces = self._traces, []
-        return traces
+        deadline = time.monotonic() + wait_s
+        while True:
+            with self._lock:
+                if not self._in_flight or time.monotonic() > deadline:
+                    traces, self._traces, self._in_flight = self._traces, [], 0
+                    self._generation += 1
+                    return traces
+            time.sleep(0.005)
 
     def _loop(self, session, coord, op):
         while not coord.should_stop():
             with self._lock:
-                traced = self._tracing
+                traced, generation = self._tracing, self._generation
+                self._in_flight += traced
             options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if traced else None
             metadata = tf.RunMetadata() if traced else None
             try:
@@ -83,5 +99,6 @@ class RunInLoops(tf.train.SessionRunHook):
                 return
             if traced:
                 with self._lock:
-                    if self._tracing:
+                    if generation == self._generation:  # else collected (or given up) already
+                        self._in_flight -= 1
                         self._traces.append((op.name, metadata))
