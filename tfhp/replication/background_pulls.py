@@ -4,7 +4,8 @@ In the pipelined push-pull (`--ps_pipeline_bytes`) a worker's step ends with its
 the next forward pass waits for every chunk and the compute adds to the transfer (lenet at
 1 Gbit/s: 1.47-1.50 times max(compute, communication)). With background pulls
 (`--ps_background_pulls`):
-  - the step ends once this worker's gradients are in the ps tasks' accumulators;
+  - the step ends once the chief has applied it (a token of the global step's), not after the
+    last pull, and each gradient leaves as soon as it exists;
   - a thread of the worker (`SyncReplicas`'s hook) pulls each variable, or chunk, as soon as
     the chief releases it, in runs of its own, and then puts the step it now holds into that
     variable's *ready queue* (a local queue on the worker, one token per tower);

@@ -13,9 +13,9 @@ the ps tasks), the sync protocol releases each master on its own (`SyncReplicas(
 and each copy is refreshed as soon as its master is: pulls overlap the pushes still on the wire.
 Checkpoints keep the canonical names (a chunked master is saved as slices of one variable).
 
-Background pulls (`background_pulls`, pipelined only): the step ends once the gradients are on
-the ps tasks; the pulls run in a thread of their own, and each copy's reads in the next step wait
-for its own pull only (`tfhp.replication.background_pulls`).
+Background pulls (`background_pulls`, pipelined only): the step ends once the chief has applied
+it, not after the last pull; the pulls run in a thread of their own, and each copy's reads in
+the next step wait for its own pull only (`tfhp.replication.background_pulls`).
 
 Compressed downlink deltas (`downlink`, synchronous only): the copies are moved by the
 compressed deltas the chief publishes after each apply (`tfhp.replication.downlink`), not
