@@ -1,5 +1,6 @@
 """The pipelined push-pull (--ps_pipeline_bytes): each variable, or chunk of a large one, is
-pushed, applied and pulled back on its own; the training is the same as the whole step's."""
+pushed, applied and pulled back on its own, in the step or (--ps_background_pulls) in a thread of
+the worker's; the training is the same as the whole step's."""
 import pytest
 
 from tests.cluster import jobs
@@ -16,24 +17,16 @@ def _run(tmp_path, *args):
     return summary
 
 
-def test_pipelined_chunks_train_as_the_whole_step_does(tmp_path):
+def test_pipelined_chunks_and_background_pulls_train_as_the_whole_step_does(tmp_path):
     whole = _run(tmp_path)
     # 4 MiB chunks: the vector travels as 4 masters spread over the 2 ps tasks.
     pipelined = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20))
-    for summary in (whole, pipelined):
+    background = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls')
+    runs = (whole, pipelined, background)
+    for summary in runs:
         assert [t['global_step'] for t in summary['tasks']] == [7, 7]
         assert summary['dropped_gradients'] == 0
-    sums = [t['variables_checksum'] for s in (whole, pipelined) for t in s['tasks']]
+    sums = [t['variables_checksum'] for s in runs for t in s['tasks']]
     assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])
     loads = pipelined['tasks'][0]['variable_bytes_by_device']
     assert sorted(loads.values()) == [8 << 20, 8 << 20]  # two chunks on each ps task
-
-
-def test_background_pulls_train_as_the_whole_step_does(tmp_path):
-    whole = _run(tmp_path)
-    background = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls')
-    for summary in (whole, background):
-        assert [t['global_step'] for t in summary['tasks']] == [7, 7]
-        assert summary['dropped_gradients'] == 0
-    sums = [t['variables_checksum'] for s in (whole, background) for t in s['tasks']]
-    assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])

@@ -103,4 +103,4 @@ def test_background_runs_that_overlap_the_traced_step_join_its_trace(tmp_path):
     lanes = [d.device for d in capture.load_run_metadata(path).step_stats.dev_stats]
     background = [d for d in lanes if d.endswith(' [background]')]
     assert background and len(background) < len(lanes)
-    assert not hook.loop_traces()  # tracing ended with the traced step
+    assert not hook.loop_traces(0.0)  # tracing ended with the traced step

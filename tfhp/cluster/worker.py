@@ -402,7 +402,10 @@ def _tracing(cfg, log, hooks):
     loops = [h for h in hooks if isinstance(h, session_hooks.RunInLoops)]
 
     def on_trace(step, run_metadata):
-        background = [trace for hook in loops for trace in hook.loop_traces()]
+        # Runs still in flight get as long again as the step took: a step's last pulls end
+        # soon after it, while the chief's next update waits for the next step.
+        wait_s = capture.duration_s(run_metadata)
+        background = [trace for hook in loops for trace in hook.loop_traces(wait_s)]
         if write:
             write(step, capture.with_background(run_metadata, background))
 

@@ -65,7 +65,7 @@ class RunInLoops(tf.train.SessionRunHook):
             self._generation += 1
             self._tracing, self._traces, self._in_flight = True, [], 0
 
-    def loop_traces(self, wait_s=2.0):
+    def loop_traces(self, wait_s):
         """Stops tracing; returns [(loop op name, RunMetadata)] of the traced runs.
 
         Waits up to wait_s for traced runs still in flight: the pulls of a step end after the

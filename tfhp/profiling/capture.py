@@ -56,6 +56,12 @@ def with_background(run_metadata, background):
     return merged
 
 
+def duration_s(run_metadata):
+    """The traced run's length in seconds, from its first op's start to its last op's end."""
+    start, end = _span(run_metadata)
+    return max(0, end - start) / 1e6
+
+
 def _span(run_metadata):
     """(first op's start, last op's end) in microseconds since the epoch."""
     nodes = [n for d in run_metadata.step_stats.dev_stats for n in d.node_stats]
