@@ -158,6 +158,12 @@ LINKS = {
                           options=(('ps_pipeline_bytes', PIPELINE_BYTES),
                                    ('ps_background_pulls', True))),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
+    # More chunks in flight on the ring (--collective_subdivs).
+    'all_reduce_subdivs4': Preset('collective_all_reduce, 4 subdivisions',
+                                  'collective_all_reduce', options=(('collective_subdivs', 4),)),
+    'all_reduce_subdivs16': Preset('collective_all_reduce, 16 subdivisions',
+                                   'collective_all_reduce',
+                                   options=(('collective_subdivs', 16),)),
     # Fusion buckets (--fusion_bucket_bytes): 256 KiB buckets, last layer first, each
     # all-reduced as soon as it fills, against one bucket of every gradient (the single pack,
     # all-reduced after the backward pass). 256 KiB cuts resnet20's 1.34 MB into 6 buckets;

@@ -56,6 +56,12 @@ from tfhp import config as config_lib
                                           fusion_bucket_bytes=64,
                                           agg_small_grads_max_bytes=64),
      '--fusion_bucket_bytes and --agg_small_grads_max_bytes both pack'),
+    (lambda: config_lib.ReplicationConfig(variable_update='replicated', collective_subdivs=4),
+     "--collective_subdivs sets the ring .* needs --variable_update in collective_all_reduce, "
+     "got 'replicated'"),
+    (lambda: config_lib.ReplicationConfig(variable_update='collective_all_reduce',
+                                          collective_subdivs=-1),
+     '--collective_subdivs must be >= 0'),
     (lambda: config_lib.ReplicationConfig(fusion_bucket_bytes=64),
      "--fusion_bucket_bytes applies to .*collective_all_reduce only, got 'parameter_server'"),
     (lambda: config_lib.ReplicationConfig(variable_update='distributed_replicated',

@@ -107,6 +107,9 @@ flags.DEFINE_integer('agg_small_grads_max_group', 10, 'Most gradients in one sma
 flags.DEFINE_integer('fusion_bucket_bytes', 0, 'If > 0, fuse gradients, last layer first, '
                      'into buckets of at most this many bytes, each all-reduced as soon as its '
                      'gradients exist (replicated, collective_all_reduce).')
+flags.DEFINE_integer('collective_subdivs', 0, 'The workers\' collective all-reduce ring splits '
+                     'each worker\'s share of a tensor into at most this many chunks in '
+                     'flight (0: TensorFlow\'s choice, chunks of at most 4 MB).')
 flags.DEFINE_enum('gradient_transfer_dtype', 'float32', config_lib.TRANSFER_DTYPES,
                   'Cast gradients to this dtype for the all-reduce, or for sending them '
                   'between tasks (the 16-bit schemes of --gradient_compression).')

@@ -158,3 +158,27 @@ def test_the_benchmark_trains_with_buckets():
                                replication=dict(BUCKETS, fusion_bucket_bytes=4096))
     result = benchmark.run(cfg, log=lambda _: None)
     assert result['global_step'] == 3 and np.isfinite(result['final_loss'])
+
+
+@pytest.mark.parametrize('subdivs, attr', [(0, -1), (16, 16)])
+def test_collective_subdivs_reach_every_collective_of_the_workers(subdivs, attr):
+    """--collective_subdivs: each all-reduce's ring splits a worker's share into at most that
+    many chunks (-1: TensorFlow's choice); built, not run."""
+    device = '/job:worker/replica:0/task:0/device:CPU:0'
+    topology = topology_lib.Topology(
+        tower_devices=(device,), variable_devices=(device,), input_device=device,
+        is_chief=True, graph_mode='between_graph', job_name='worker', task_index=0,
+        num_workers=2)
+    with tf.Graph().as_default() as graph:
+        manager = replication.make_variable_manager(
+            config_lib.ReplicationConfig(variable_update='collective_all_reduce',
+                                         fusion_bucket_bytes=BUCKET_BYTES,
+                                         collective_subdivs=subdivs),
+            topology, config_lib.ClusterConfig(step_timeout_s=30))
+        step.build_train_step(
+            equivalence_test.SlicedPipeline(equivalence_test.IMAGES[:2],
+                                            equivalence_test.LABELS[:2], 2),
+            equivalence_test.mlp, manager, equivalence_test.momentum, topology)
+        reduces = [op for op in graph.get_operations() if op.type == 'CollectiveReduceV2']
+    assert len(reduces) == 3  # the three buckets
+    assert {op.get_attr('max_subdivs_per_device') for op in reduces} == {attr}

@@ -35,6 +35,10 @@ class ReplicationConfig:
         most this many bytes, each all-reduced as soon as its gradients exist
         (`tfhp.ops.packing.buckets`); for the all-reduce updates, in one graph or among
         between-graph workers.
+      collective_subdivs: > 0: the ring of the workers' collective all-reduce splits each
+        worker's share of a tensor into at most this many chunks in flight
+        (CollectiveReduceV2's max_subdivs_per_device); 0: TensorFlow's choice (chunks of at
+        most 4 MB).
       gradient_transfer_dtype: cast float32 gradients to this dtype for the all-reduce, or, in
         a between-graph job, for sending them to the ps (or the other workers); the older
         spelling of gradient_compression's 16-bit schemes.
@@ -64,6 +68,7 @@ class ReplicationConfig:
     agg_small_grads_max_bytes: int = 0
     agg_small_grads_max_group: int = 10
     fusion_bucket_bytes: int = 0
+    collective_subdivs: int = 0
     gradient_transfer_dtype: str = 'float32'
     gradient_compression: str = compression.NONE
     compression_fraction: Optional[float] = None
@@ -140,7 +145,12 @@ class ReplicationConfig:
             except ValueError as e:
                 raise errors.ConfigError('--%s' % e) from None
         errors.require_at_least(self, 0, 'gradient_repacking', 'agg_small_grads_max_bytes',
-                                'fusion_bucket_bytes')
+                                'fusion_bucket_bytes', 'collective_subdivs')
+        errors.require(not self.collective_subdivs or self.strategy.worker_all_reduce,
+                       '--collective_subdivs sets the ring of the workers\' collective '
+                       'all-reduce: it needs --variable_update in %s, got %r',
+                       ', '.join(modes.names(lambda s: s.worker_all_reduce)),
+                       self.variable_update)
         errors.require_at_least(self, 1, 'agg_small_grads_max_group')
         errors.require(not (self.gradient_repacking and self.agg_small_grads_max_bytes),
                        '--gradient_repacking and --agg_small_grads_max_bytes both pack gradients; '

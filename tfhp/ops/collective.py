@@ -21,7 +21,7 @@ _INSTANCE_KEYS = itertools.count(1)
 
 
 def reduce(tensor, group_size, group_key, instance_key, merge_op='Add', final_op='Id',
-           timeout_s=0.0, communication_hint='auto'):
+           timeout_s=0.0, communication_hint='auto', max_subdivs=0):
     """One member's op of a collective reduction (CollectiveReduceV2), on the current device.
 
     Every member of the group (group_size devices, in one graph or in one graph per worker)
@@ -36,11 +36,15 @@ def reduce(tensor, group_size, group_key, instance_key, merge_op='Add', final_op
       final_op: 'Id' or 'Div'.
       timeout_s: bound on waiting for the other members (0: none).
       communication_hint: 'auto', 'ring' or 'nccl'.
+      max_subdivs: the ring splits each member's share of the tensor into at most this many
+        chunks, each a transfer of its own in flight (max_subdivs_per_device); 0: TensorFlow's
+        choice (chunks of at most 4 MB).
     """
     return tf.raw_ops.CollectiveReduceV2(
         input=tensor, group_size=group_size, group_key=group_key, instance_key=instance_key,
         ordering_token=[], merge_op=merge_op, final_op=final_op,
-        communication_hint=communication_hint, timeout_seconds=timeout_s)
+        communication_hint=communication_hint, timeout_seconds=timeout_s,
+        max_subdivs_per_device=max_subdivs or -1)
 
 
 def broadcast(tensor_or_spec, group_size, group_key, instance_key, timeout_s=0.0):

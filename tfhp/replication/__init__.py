@@ -97,12 +97,15 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     # Likewise packer= (--fusion_bucket_bytes), for a row with worker_all_reduce only.
     packer = _packer(replication_config)
     fused = dict(packer=packer) if packer else {}
+    # And max_subdivs= (--collective_subdivs), also for a row with worker_all_reduce only.
+    subdivs = replication_config.collective_subdivs
+    ring = dict(max_subdivs=subdivs) if subdivs else {}
     # And downlink= (--downlink_compression), for a row with downlink_deltas only.
     deltas = replication_config.downlink_compressor()
     downlink = dict(downlink=downlink_lib.Downlink(deltas)) if deltas else {}
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
                   replication_config.compressor(), remedies,
-                  **staged, **fused, **downlink)
+                  **staged, **fused, **ring, **downlink)
 
 
 def _build(builders, name, where, *args, **kwargs):
@@ -164,11 +167,13 @@ def _distributed_replicated(topology, cluster, compressor, remedies, downlink=No
         background_pulls=cluster.ps_background_pulls)
 
 
-def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None):
+def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None,
+                           max_subdivs=0):
     del remedies  # Synchronous only.
     return collective_workers.CollectiveWorkers(
         topology.tower_devices, topology.num_workers, topology.is_chief,
-        timeout_s=cluster.step_timeout_s, compressor=compressor, packer=packer)
+        timeout_s=cluster.step_timeout_s, compressor=compressor, packer=packer,
+        max_subdivs=max_subdivs)
 
 
 # Builders of each strategy's manager, by the graph layout they run in; the keys are the
@@ -201,7 +206,8 @@ def register_strategy(row, one_graph=None, graph_per_worker=None):
       one_graph: builder(replication_config, topology) -> VariableManager.
       graph_per_worker: builder(topology, cluster_config, compressor, remedies); a row with
         staged_reads also gets staged_vars=True under --staged_vars, one with
-        worker_all_reduce packer=plan_fn under --fusion_bucket_bytes (`packing.buckets`), and
+        worker_all_reduce packer=plan_fn under --fusion_bucket_bytes (`packing.buckets`) and
+        max_subdivs=N under --collective_subdivs, and
         one with downlink_deltas downlink=`downlink.Downlink` under --downlink_compression.
     Raises:
       ValueError: a builder the row calls for is missing (or one it does not), or the name is

@@ -55,13 +55,15 @@ class CollectiveWorkers(base.VariableManager):
       packer: None (one collective per gradient), or plan_fn(tensors) -> `packing.Plan` (e.g.
         a partial of `packing.buckets`), applied to this worker's means: one collective per
         buffer.
+      max_subdivs: chunks in flight per worker in each collective's ring
+        (`collective.reduce`); 0: TensorFlow's choice.
     Raises:
       ValueError: the compressor's payloads cannot be summed (the collective all-reduce
         adds them; it has no all-gather here).
     """
 
     def __init__(self, tower_devices, num_workers, is_chief, timeout_s=0.0,
-                 compressor=None, packer=None):
+                 compressor=None, packer=None, max_subdivs=0):
         if compressor is not None and not compressor.summable:
             raise ValueError('gradient compression %r cannot be summed, and the workers\' '
                              'collective all-reduce adds what it carries; use a summable '
@@ -74,6 +76,7 @@ class CollectiveWorkers(base.VariableManager):
         self._timeout_s = float(timeout_s)
         self._compressor = compressor
         self._packer = packer
+        self._max_subdivs = max_subdivs
         self._next_key = 1
 
     def _instance_key(self):
@@ -88,7 +91,8 @@ class CollectiveWorkers(base.VariableManager):
 
     def _all_reduce_mean(self, tensor):
         return collective.reduce(tensor, self._num_workers, GROUP_KEY, self._instance_key(),
-                                 final_op='Div', timeout_s=self._timeout_s)
+                                 final_op='Div', timeout_s=self._timeout_s,
+                                 max_subdivs=self._max_subdivs)
 
     def _all_reduce_means(self, grads):
         """The mean over workers of each of this worker's (dense) gradients: a collective per
