@@ -246,11 +246,12 @@ def plot_saturation(records, path, caption=None):
                                dict(_COMPUTED, color=color, linestyle=':')))
         panels.append(('%s, %s links' % (model, rate), series, []))
     workers = sorted({r['num_workers'] for r in records})
+    # Panels of one rate (transfers or models side by side) compare on one y axis.
     plots.line_panels(path, panels, 'workers', 'global step time, ms',
                       title='parameter-server saturation on emulated links: %s'
                       % plots.spread_text(records[0]['repeats']),
                       xticks=[(w, str(w)) for w in workers],
-                      caption=caption)
+                      sharey=len({r['rate'] for r in records}) == 1, caption=caption)
 
 
 def plot_modes(records, path, caption=None):

@@ -10,6 +10,8 @@ its forward and backward ops, its pushes and pulls on the wire, the chief's appl
 line per variant (its traced step and its timed steps' median) to --result_file.
 
   python -m experiments.pull_timeline --rate=1gbit --plot=docs/img/pull_timeline.png
+  python -m experiments.pull_timeline --rate=60mbit \
+      --emulated_compute=tests/data/resnet20_profile.json --plot=pull_timeline_resnet20.png
 """
 import os
 import tempfile
@@ -43,19 +45,22 @@ def measure(transfer, trace_dir):
     step_ms = run.results[('worker', 0)].get('step_time_ms') or {}
     record = dict(label=transfer, model=FLAGS.model, rate=FLAGS.rate,
                   num_workers=FLAGS.num_workers, timed_step_ms_p50=step_ms.get('p50'),
+                  # From the step's first op to its last push: its compute and sends.
                   traced_step_ms=max(end for _, end in step) - min(s for s, _ in step),
                   pushes=len(rows[push_pull.PUSH]), pulls=len(rows[push_pull.PULL]))
     return record, rows
 
 
 def panel_title(record):
-    return ('%s: traced step %.0f ms (timed steps: median %.0f ms)'
+    return ('%s: traced step, first op to last push %.0f ms (timed steps: median %.0f ms)'
             % (record['label'], record['traced_step_ms'],
                record['timed_step_ms_p50'] or float('nan')))
 
 
 def study():
     """Runs both traced jobs, writes their records, draws --plot (and its SVG)."""
+    if FLAGS.emulated_compute:
+        FLAGS.model = link_jobs.add_emulated(FLAGS.emulated_compute)
     with tempfile.TemporaryDirectory() as temporary:
         measured = [measure(transfer, FLAGS.trace_dir or temporary) for transfer in VARIANTS]
     records = [record for record, _ in measured]
@@ -77,6 +82,9 @@ def study():
 if __name__ == '__main__':
     flags.DEFINE_string('rate', '1gbit', 'Emulated link rate (tc units; needs root).')
     flags.DEFINE_string('model', 'lenet', 'A links-study model (experiments.link_jobs.MODELS).')
+    flags.DEFINE_string('emulated_compute', None, 'A compute profile (python -m tfhp.calibrate): '
+                        'run its emulated model (compute waited, not run on the shared cores) '
+                        'in place of --model.')
     flags.DEFINE_integer('num_workers', 1, 'Workers of each job.')
     flags.DEFINE_integer('trace_step', 5, 'The timed step the chief traces.')
     flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<transfer>.json and its '
