@@ -9,6 +9,7 @@ from tests.cluster import sync_replicas_test
 from tfhp import compression
 from tfhp import step
 from tfhp import topology as topology_lib
+from tfhp.ops import session_hooks
 from tfhp.replication import distributed_replicated
 from tfhp.replication import downlink
 from tfhp.replication import sync_replicas
@@ -60,9 +61,10 @@ class _Job:
         published = self.copy if self.published is None else self.published
         return self.sess.run([self.master, self.copy, published])
 
-    def variables_read_by_a_step(self):
+    def variables_read_by_a_step(self, resync=False):
         """The variables whose values the train op reads (walking inputs and control
-        inputs)."""
+        inputs): outside the branch that copies the published values (the session's first
+        pull), or (resync) inside it."""
         seen, todo, handles = set(), [self.ops.train_op], set()  # a tf.group: an op
         while todo:
             op = todo.pop()
@@ -70,10 +72,26 @@ class _Job:
                 continue
             seen.add(op)
             if op.type == 'ReadVariableOp':
-                handles.add(op.inputs[0].op.name)
+                handle = op.inputs[0]
+                # In a branch of the pull's cond the handle comes through a Switch: output 0
+                # is the false branch, the session's first pull.
+                in_resync = handle.op.type == 'Switch' and handle.value_index == 0
+                if handle.op.type == 'Switch':
+                    handle = handle.op.inputs[0]
+                if in_resync == resync:
+                    handles.add(handle.op.name)
             todo.extend(t.op for t in op.inputs)
             todo.extend(op.control_inputs)
         return handles
+
+    def restart_in_the_window(self):
+        """What a worker that (re)starts between the chief's apply and its publish has: the
+        session's start ops run again, but its copies hold the published value of one delta
+        before the step its local step names (zeros here: the value before the first)."""
+        for hook in self.ops.hooks:
+            if isinstance(hook, session_hooks.RunAtStart):
+                hook.after_create_session(self.sess, self.coord)
+        self.sess.run(self.copy.assign(tf.zeros_like(self.copy)))
 
     def close(self):
         self.coord.request_stop()
@@ -124,6 +142,24 @@ def test_a_step_reads_payloads_not_masters(server):
         read = deltas.variables_read_by_a_step()
         assert master not in read and master + '/downlink_published' not in read
         assert {master + '/downlink_payload_0', master + '/downlink_payload_1'} <= read
+        assert deltas.variables_read_by_a_step(resync=True) == {master + '/downlink_published'}
     finally:
         plain.close()
         deltas.close()
+
+
+def test_a_worker_that_restarts_between_apply_and_publish_is_back_with_its_first_pull(server):
+    job = _Job(server.target, 'sign', 'restart')
+    try:
+        job.step()
+        job.restart_in_the_window()
+        job.step()  # the session's first pull copies the published value
+        _, copy, published = job.read()
+        np.testing.assert_array_equal(copy, published)
+        assert np.abs(published).sum() > 0
+        job.step()  # and the next ones add deltas to it
+        master, copy, published = job.read()
+        np.testing.assert_array_equal(copy, published)
+        np.testing.assert_allclose(master.ravel(), [-1.5, -3.0], rtol=1e-6)
+    finally:
+        job.close()

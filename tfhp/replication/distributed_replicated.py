@@ -19,7 +19,9 @@ the next step wait for its own pull only (`tfhp.replication.background_pulls`).
 
 Compressed downlink deltas (`downlink`, synchronous only): the copies are moved by the
 compressed deltas the chief publishes after each apply (`tfhp.replication.downlink`), not
-copied from the masters, so only payloads come down; they start from the published values.
+copied from the masters, so only payloads come down; they start from the published values, and
+the first pull of each session copies the published values again (whatever step the fill
+caught them at, they are then the step's own).
 
 The copies are first filled by the op 'fill_tower_copies', which the manager's hook runs when a
 session is created; it also sets this worker's flag `tower_copies_filled`
@@ -117,6 +119,11 @@ class DistributedReplicated(base.VariableManager):
             published = lambda master: self._downlink.published(master).read_value()
         fill = filled.init_op([self._copies.refresh(self._worker_device, read=published)])
         hooks = [session_hooks.RunAtStart(fill)]
+        if self._downlink:
+            with tf.device(self._worker_device):
+                self._synced = tf.Variable(False, trainable=False, name='downlink_synced',
+                                           collections=[tf.GraphKeys.LOCAL_VARIABLES])
+            hooks.append(session_hooks.RunAtStart(self._synced.assign(False)))
         if self._ready:
             hooks.append(session_hooks.RunAtStart(self._ready.seed(global_step.read_value())))
         if self._sync:
@@ -128,8 +135,8 @@ class DistributedReplicated(base.VariableManager):
                 publish=self._downlink.publish if self._downlink else None,
                 tag=tag)
             if pipelined:
-                return base.Update(train_op=update.train_op, post_init_ops=[],
-                                   hooks=list(update.hooks) + hooks)
+                return base.Update(train_op=self._synced_after(update.train_op),
+                                   post_init_ops=[], hooks=list(update.hooks) + hooks)
             step_op, hooks = update.train_op, list(update.hooks) + hooks
         else:
             with tf.name_scope(scopes.APPLY):
@@ -139,7 +146,15 @@ class DistributedReplicated(base.VariableManager):
         with tf.name_scope(scopes.APPLY), tf.control_dependencies([step_op]):
             # A master without a gradient never changes: its copy keeps its fill.
             train_op = self._pull([v for g, v in master_grads if g is not None])
-        return base.Update(train_op=train_op, post_init_ops=[], hooks=hooks)
+        return base.Update(train_op=self._synced_after(train_op), post_init_ops=[],
+                           hooks=hooks)
+
+    def _synced_after(self, train_op):
+        """train_op, then (compressed deltas) the copies marked as following the deltas."""
+        if not self._downlink:
+            return train_op
+        with tf.control_dependencies([train_op]):
+            return self._synced.assign(True, read_value=False)
 
     def _gate_reads(self, num_towers):
         """The copies' reads gated on their ready queues; returns the step they hold."""
@@ -149,11 +164,21 @@ class DistributedReplicated(base.VariableManager):
 
     def _pull(self, masters):
         """The op bringing the copies of `masters` up to date after a step."""
-        if self._downlink:
-            return self._copies.add_deltas(
+        if not self._downlink:
+            return self._copies.refresh(self._worker_device, masters)
+        # The session's first pull copies the published values: the fill may have read them a
+        # delta before the step its global step names (a worker starting while the chief was
+        # between an apply and its publish), and adding deltas would keep that gap. Once the
+        # token is here they hold this step's delta, and the next needs this worker's gradient.
+        return tf.cond(
+            self._synced.read_value(),
+            lambda: self._copies.add_deltas(
                 self._worker_device, masters,
-                lambda master: self._downlink.delta(master, self._worker_device))
-        return self._copies.refresh(self._worker_device, masters)
+                lambda master: self._downlink.delta(master, self._worker_device)),
+            lambda: self._copies.refresh(
+                self._worker_device, masters,
+                read=lambda master: self._downlink.published(master).read_value()),
+            name='pull_deltas_or_resync')
 
     def _pull_one(self, master, step):
         """master's copies brought up to date; with background pulls, then released at

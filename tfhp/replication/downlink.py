@@ -20,9 +20,11 @@ Every worker must apply every step's payload exactly once, or its copies drift f
 step waits for every replica (the config refuses spare replicas), and a worker that starts or
 restarts fills its copies from p. The chief overwrites the payload of step g only at step g+1,
 which needs every worker's gradient of g+1, sent after that worker read the payload of g.
-One window is open: a worker that restarts while the chief is between its apply and its
-publish of a step fills from the value before that step's delta and takes the step after it,
-so its copies miss that delta (by at most one delta's size) until the next restart.
+A worker that (re)starts while the chief is between its apply and its publish of a step fills
+from the value before that step's delta but takes the step after it; so the first pull of each
+session copies p instead of adding the payload (`DistributedReplicated`; one float32 read of
+the variables per session): once its token is there p holds that step, and the next publish
+needs this worker's next gradient.
 """
 import tensorflow.compat.v1 as tf
 
