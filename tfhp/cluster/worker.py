@@ -398,7 +398,9 @@ def _tracing(cfg, log, hooks):
                                      profile.trace_memory, log,
                                      chrome=profile.use_chrome_trace_format)
     # Background runs (background pulls, the sync chief's updates) are traced from one extra
-    # step before the traced one, and those that overlap it are merged into its trace.
+    # step before the traced one, and those that overlap it are merged into its trace. Every
+    # worker of a synchronous job has the sync hook, so all of them run that step: their steps
+    # still pair up.
     loops = [h for h in hooks if isinstance(h, session_hooks.RunInLoops)]
 
     def on_trace(step, run_metadata):

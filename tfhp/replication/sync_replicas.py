@@ -211,10 +211,10 @@ class SyncReplicas(base.PlacementDelegate):
             deltas, `tfhp.replication.downlink`); built under control dependencies on the
             apply. None: nothing.
           tag: background pulls (`tfhp.replication.background_pulls`; per_variable, no
-            spares): the step the gradients were computed at. The step then ends once they
-            are in the accumulators; step 4 (each token, then after_each) runs as a loop in a
-            thread of this worker's, and the session's end waits for the last step's pulls.
-            None: the step ends with step 4.
+            spares): the step the gradients were computed at. The step then ends once the
+            chief has applied it (`_background`); step 4 (each token, then after_each) runs
+            as a loop in a thread of this worker's, and the session's end waits for the last
+            step's pulls. None: the step ends with step 4.
         Returns:
           A `base.Update` whose hooks every worker must install.
         """
@@ -254,24 +254,12 @@ class SyncReplicas(base.PlacementDelegate):
             # 4. Wait for the step to be applied (or to have been applied without us): each
             # variable apart (pipelined), or all at once; or in the pulls' own loop.
             if background:
-                with tf.device(self._worker_device):
-                    pushed = tf.Variable(tf.constant(0, tf.int64), trainable=False,
-                                         collections=[tf.GraphKeys.LOCAL_VARIABLES],
-                                         name='sync_pushed_step')
-                # The step ends once the global step has moved (a token of the chief's), so a
-                # read after it sees the step this one made, as the whole step's does; the
-                # next forward then starts on the chunks already back.
                 stepped_tokens = barriers.step_token_queue(step_device, TOKEN_QUEUE)
-                with tf.control_dependencies(applies + [count]):
-                    stepped = barriers.dequeue_newer_than(stepped_tokens, step_read)
-                train_op = tf.group(stepped, pushed.assign(step_read))
-                done, new_step = _await_each(None, tokens, grads_and_vars,
-                                             local_step.read_value(), after_each)
-                with tf.control_dependencies(done):
-                    loops.append(local_step.assign(new_step, read_value=False,
-                                                   name='background_pulls'))
-                drained = tf.greater(local_step.read_value(), pushed.read_value())
-                init_ops.append(pushed.assign(global_step.read_value() - 1))
+                train_op, loop, drained, init = self._background(
+                    applies + [count], tokens, stepped_tokens, grads_and_vars, step_read,
+                    local_step, global_step, after_each)
+                loops.append(loop)
+                init_ops.append(init)
             else:
                 if self._per_variable:
                     done, new_step = _await_each(applies, tokens, grads_and_vars, step_read,
@@ -296,6 +284,30 @@ class SyncReplicas(base.PlacementDelegate):
         hook = _SyncHook(tf.group(*init_ops, name='sync_replicas_init'), loops, drained,
                          self._timeout_s)
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[hook])
+
+    def _background(self, sent, tokens, stepped_tokens, grads_and_vars, tag, local_step,
+                    global_step, after_each):
+        """Background pulls' steps 3-4: (the step's op, the pulls' loop op, whether the last
+        step's pulls are in, an init op).
+
+        The step ends once the global step has moved past `tag` (a token of the chief's), so a
+        read after it sees the step this one made, as the whole step's does. The loop takes
+        each variable's token newer than local_step (the step the copies hold), runs
+        after_each, and moves local_step; the pulls are in once it passed the step last sent.
+        """
+        with tf.device(self._worker_device):
+            pushed = tf.Variable(tf.constant(0, tf.int64), trainable=False,
+                                 collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                                 name='sync_pushed_step')
+        with tf.control_dependencies(sent):
+            stepped = barriers.dequeue_newer_than(stepped_tokens, tag)
+        step_op = tf.group(stepped, pushed.assign(tag))
+        done, new_step = _await_each(None, tokens, grads_and_vars, local_step.read_value(),
+                                     after_each)
+        with tf.control_dependencies(done):
+            loop = local_step.assign(new_step, read_value=False, name='background_pulls')
+        drained = tf.greater(local_step.read_value(), pushed.read_value())
+        return step_op, loop, drained, pushed.assign(global_step.read_value() - 1)
 
     def _send(self, accumulators, grads_and_vars, step_read, gate):
         """Each gradient applied to its accumulator, tagged step_read, after `gate` (None:
