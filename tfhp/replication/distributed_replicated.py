@@ -114,9 +114,8 @@ class DistributedReplicated(base.VariableManager):
         means = transfer.mean_over_towers(tower_grads, self._worker_device,
                                                 self._compressor)
         master_grads = filled.gated([(g, self._copies.master_of(v)) for g, v in means])
-        published = None
-        if self._downlink:  # deltas start from what the workers were sent, not the masters
-            published = lambda master: self._downlink.published(master).read_value()
+        # Deltas start from what the workers were sent, not from the masters.
+        published = self._published_value if self._downlink else None
         fill = filled.init_op([self._copies.refresh(self._worker_device, read=published)])
         hooks = [session_hooks.RunAtStart(fill)]
         if self._downlink:
@@ -175,10 +174,13 @@ class DistributedReplicated(base.VariableManager):
             lambda: self._copies.add_deltas(
                 self._worker_device, masters,
                 lambda master: self._downlink.delta(master, self._worker_device)),
-            lambda: self._copies.refresh(
-                self._worker_device, masters,
-                read=lambda master: self._downlink.published(master).read_value()),
+            lambda: self._copies.refresh(self._worker_device, masters,
+                                         read=self._published_value),
             name='pull_deltas_or_resync')
+
+    def _published_value(self, master):
+        """What the workers' copies of `master` hold (compressed deltas)."""
+        return self._downlink.published(master).read_value()
 
     def _pull_one(self, master, step):
         """master's copies brought up to date; with background pulls, then released at
