@@ -60,13 +60,16 @@ FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_
 # How the saturation study's workers reach the ps tasks (`--saturation_transfers`): variables
 # down, then gradients up (parameter_server), or the pipelined push-pull
 # (distributed_replicated, --ps_pipeline_bytes): each chunk pulled once it is applied.
-# Background pulls: pipelined, and the next forward pass starts on the chunks already back.
+# Background pulls: pipelined, and the next forward pass starts on the chunks already back;
+# with a window, two chunks on the way to the ps at once.
 IN_TURN = 'in turn'
 PIPELINED = 'pipelined'
 BACKGROUND = 'background pulls'
+WINDOW = 'background window'
 TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
              PIPELINED: presets.LINKS['pipelined'].args(),
-             BACKGROUND: presets.LINKS['background'].args()}
+             BACKGROUND: presets.LINKS['background'].args(),
+             WINDOW: presets.LINKS['background_window'].args()}
 
 
 def job_args(model, steps, warmup_steps, extra=()):

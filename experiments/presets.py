@@ -157,6 +157,13 @@ LINKS = {
                           'distributed_replicated', num_ps=2,
                           options=(('ps_pipeline_bytes', PIPELINE_BYTES),
                                    ('ps_background_pulls', True))),
+    # Two chunks on the way to each ps task at once (--ps_pipeline_window): a push need not
+    # wait for the ps's receipt of the one before, which comes back behind the pulls.
+    'background_window': Preset('distributed_replicated background pulls, 2-chunk window, 1 ps',
+                                'distributed_replicated',
+                                options=(('ps_pipeline_bytes', PIPELINE_BYTES),
+                                         ('ps_pipeline_window', 2 * PIPELINE_BYTES),
+                                         ('ps_background_pulls', True))),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
     # More chunks in flight on the ring (--collective_subdivs).
     'all_reduce_subdivs4': Preset('collective_all_reduce, 4 subdivisions',

@@ -1,13 +1,13 @@
-"""One traced step of the pipelined push-pull and one with background pulls, as timelines.
+"""One traced step of each pipelined push-pull (--transfers), as timelines.
 
-Runs two synchronous `distributed_replicated` jobs of --model on one ps task and --num_workers
-workers, on emulated links of --rate, with the pipelined transfer (--ps_pipeline_bytes, the
-links studies' chunks): one with --ps_background_pulls, one without. The chief traces timed step
---trace_step of each (`--trace_file`; the background runs that overlap it, the pulls and the
-chief's applies, are merged in), and the figure stacks worker 0's two steps on one time axis:
+Runs a synchronous `distributed_replicated` job of --model on one ps task and --num_workers
+workers, on emulated links of --rate, for each of --transfers (`experiments.link_jobs`; by
+default the pipelined transfer and the same with --ps_background_pulls). The chief traces timed
+step --trace_step of each (`--trace_file`; the background runs that overlap it, the pulls and the
+chief's applies, are merged in), and the figure stacks worker 0's steps on one time axis:
 its forward and backward ops, its pushes and pulls on the wire, the chief's applies
 (`tfhp.profiling.push_pull`). Writes --plot and the same figure as SVG beside it, and one JSON
-line per variant (its traced step and its timed steps' median) to --result_file.
+line per transfer (its traced step and its timed steps' median) to --result_file.
 
   python -m experiments.pull_timeline --rate=1gbit --plot=docs/img/pull_timeline.png
   python -m experiments.pull_timeline --rate=60mbit \
@@ -27,7 +27,6 @@ from tfhp.profiling import capture
 from tfhp.profiling import push_pull
 
 FLAGS = flags.FLAGS
-VARIANTS = (link_jobs.PIPELINED, link_jobs.BACKGROUND)
 
 
 def measure(transfer, trace_dir):
@@ -58,11 +57,13 @@ def panel_title(record):
 
 
 def study():
-    """Runs both traced jobs, writes their records, draws --plot (and its SVG)."""
+    """Runs a traced job of each transfer, writes their records, draws --plot (and its SVG)."""
+    common.check_choices('transfers', FLAGS.transfers, link_jobs.TRANSFERS)
     if FLAGS.emulated_compute:
         FLAGS.model = link_jobs.add_emulated(FLAGS.emulated_compute)
     with tempfile.TemporaryDirectory() as temporary:
-        measured = [measure(transfer, FLAGS.trace_dir or temporary) for transfer in VARIANTS]
+        measured = [measure(transfer, FLAGS.trace_dir or temporary)
+                    for transfer in FLAGS.transfers]
     records = [record for record, _ in measured]
     common.write_records(records, FLAGS.result_file)
     for r in records:
@@ -86,6 +87,8 @@ if __name__ == '__main__':
                         'run its emulated model (compute waited, not run on the shared cores) '
                         'in place of --model.')
     flags.DEFINE_integer('num_workers', 1, 'Workers of each job.')
+    flags.DEFINE_list('transfers', [link_jobs.PIPELINED, link_jobs.BACKGROUND], 'The transfers '
+                      'traced, a panel each (experiments.link_jobs.TRANSFERS).')
     flags.DEFINE_integer('trace_step', 5, 'The timed step the chief traces.')
     flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<transfer>.json and its '
                         '.runmeta.pb); default: a temporary directory.')

@@ -271,6 +271,9 @@ flags.DEFINE_integer('ps_pipeline_bytes', 0, 'Pipelined push-pull for synchronou
                      'chunks of at most this size, and each is pushed, applied and pulled back '
                      'on its own, both directions of a link busy at once (0: every update '
                      'released at once).')
+flags.DEFINE_integer('ps_pipeline_window', 0, 'With --ps_pipeline_bytes: bytes of gradients '
+                     'a worker may have on the way to each ps task at once; 0: one chunk at a '
+                     'time, each push waiting for the ps\'s receipt of the one before.')
 flags.DEFINE_boolean('ps_background_pulls', False, 'With --ps_pipeline_bytes: a step ends '
                      'once its gradients are on the ps tasks, the pulls run in a thread of '
                      'the worker\'s own, and each variable\'s reads in the next step wait for '

@@ -1,5 +1,6 @@
 """The pipelined push-pull sends one chunk at a time to each ps task, each task on a chain of
-its own: a chunk waits for the last one sent to the same task, never for another task's."""
+its own: a chunk waits for the last one sent to the same task, never for another task's; with a
+window of bytes (--ps_pipeline_window) for the last one beyond it."""
 import tensorflow.compat.v1 as tf
 
 from tfhp.replication import sync_replicas
@@ -8,18 +9,19 @@ WORKER = '/job:worker/task:0/device:CPU:0'
 PS = ['/job:ps/task:%d/device:CPU:0' % k for k in range(2)]
 
 
-def _gates():
+def _gates(num_ps=2, window_bytes=0):
     """{variable index: the variable index whose apply its send waits for, or None}, for four
-    variables placed on ps 0, 1, 0, 1."""
+    variables of 12 bytes placed on ps 0, 1, 0, 1 (num_ps=2) or all on ps 0."""
     with tf.Graph().as_default():
         global_step = tf.train.get_or_create_global_step()
         variables = []
         for i in range(4):
-            with tf.device(PS[i % 2]):
+            with tf.device(PS[i % num_ps]):
                 variables.append(tf.Variable(tf.zeros([3]), name='v%d' % i))
         with tf.device(WORKER):
             grads = [tf.ones([3]) * (i + 1) for i in range(4)]
-        sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True)
+        sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True,
+                                          window_bytes=window_bytes)
         sync.apply_worker_gradients(list(zip(grads, variables)),
                                     lambda: tf.train.GradientDescentOptimizer(1.0), global_step)
         applies = {}
@@ -38,3 +40,10 @@ def _gates():
 def test_each_ps_task_has_its_own_chain_last_variable_first():
     # Backward order: 3 then 1 go first to ps 1, 2 then 0 to ps 0; nothing waits across tasks.
     assert _gates() == {3: None, 2: None, 1: 3, 0: 2}
+
+
+def test_a_window_lets_pushes_go_while_the_ps_has_not_received_those_before():
+    assert _gates(num_ps=1) == {3: None, 2: 3, 1: 2, 0: 1}
+    # 24 bytes: two 12-byte pushes on the way at once, each waiting for the one two before.
+    assert _gates(num_ps=1, window_bytes=24) == {3: None, 2: None, 1: 3, 0: 2}
+    assert _gates(num_ps=1, window_bytes=48) == {3: None, 2: None, 1: None, 0: None}

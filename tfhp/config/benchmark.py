@@ -86,6 +86,9 @@ def _check_cluster(cfg):
                        'graphs (its workers keep the copies the pulls fill); got %s%s',
                        _update_flag(lambda s: s.pipelines), update,
                        '' if cluster.cross_replica_sync else ' asynchronous')
+    errors.require(not cluster.ps_pipeline_window or cluster.ps_pipeline_bytes,
+                   '--ps_pipeline_window=%d paces the pipelined transfer\'s pushes: it needs '
+                   '--ps_pipeline_bytes', cluster.ps_pipeline_window)
     if cluster.ps_background_pulls:
         errors.require(cluster.ps_pipeline_bytes and
                        cluster.replicas_to_aggregate in (None, cluster.num_workers) and

@@ -52,6 +52,8 @@ class ClusterConfig:
         variables over N bytes are split into chunks of at most N bytes, and each variable or
         chunk is pushed, applied and pulled back on its own; 0: every variable's update is
         released at once (the whole step's token).
+      ps_pipeline_window: with ps_pipeline_bytes, bytes of gradients a worker may have on the
+        way to each ps task at once; 0: one chunk at a time.
       ps_background_pulls: with ps_pipeline_bytes, a step ends once its gradients are on the
         ps tasks; the pulls run in a thread of the worker's own and each variable's reads in
         the next step wait for its own pull only (`tfhp.replication.background_pulls`).
@@ -84,6 +86,7 @@ class ClusterConfig:
     save_model_secs: Optional[float] = None
     partition_min_bytes: int = 0
     ps_pipeline_bytes: int = 0
+    ps_pipeline_window: int = 0
     ps_background_pulls: bool = False
     linger_s: float = 0.0
     serve_clients: bool = False
@@ -126,7 +129,7 @@ class ClusterConfig:
         errors.require(not bad, '--straggler_workers %s: no such worker (there are %d)', bad,
                        num_workers)
         errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes',
-                                'ps_pipeline_bytes')
+                                'ps_pipeline_bytes', 'ps_pipeline_window')
         errors.require_choice(self, 'straggler_mode', STRAGGLER_MODES)
         errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
         errors.require_positive(self, 'save_model_secs', optional=True)

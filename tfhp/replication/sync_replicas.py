@@ -28,7 +28,7 @@ Pipelined (`per_variable`): each variable has its own token queue (on its ps tas
 applies each variable as soon as its accumulator holds its gradients (an optimizer per
 variable, so one variable's apply waits for no other's) and enqueues that variable's tokens at
 once; the global step is incremented once every variable is applied. A replica sends its
-gradients one after the other, last variable first (the order backprop makes them; sent all at
+gradients in turn (one at a time, or a window of bytes at once), last variable first (the order backprop makes them; sent all at
 once they would share the link and all arrive at the end), waits for each variable's token
 apart, and `apply_worker_gradients(after_each=...)` runs what depends on one variable (its
 refresh) as soon as that variable's token is there: the pulls of variables already applied
@@ -118,6 +118,22 @@ def _take(accumulator, grad, num_required):
     return accumulator.take_grad(num_required)
 
 
+def _num_bytes(var):
+    return var.shape.num_elements() * var.dtype.base_dtype.size
+
+
+def _window_gate(sent, size, window_bytes):
+    """The apply a push of `size` bytes waits for: the latest of `sent` ([(apply, bytes)] to
+    the same ps task, in order) whose bytes, with those sent after it and this push's, would
+    exceed window_bytes; None when every push sent fits (0: the last one, one at a time)."""
+    in_flight = size
+    for apply, num_bytes in reversed(sent):
+        in_flight += num_bytes
+        if in_flight > window_bytes:
+            return apply
+    return None
+
+
 def _published(update, variables, publish):
     """`update`, followed by publish(v) for each of `variables` when publish is given."""
     if publish is None:
@@ -160,10 +176,13 @@ class SyncReplicas(base.PlacementDelegate):
         (pipelined; see the module doc); False: one step token for every variable.
       timeout_s: with background pulls, the bound on waiting for the last step's pulls as
         the session ends (--step_timeout_s).
+      window_bytes: per_variable: bytes of gradients each ps task may have on the way at once
+        (`_window_gate`); 0: one push at a time.
     """
 
     def __init__(self, placement, worker_device, replicas_to_aggregate, num_replicas,
-                 is_chief, compressor=None, per_variable=False, timeout_s=600.0):
+                 is_chief, compressor=None, per_variable=False, timeout_s=600.0,
+                 window_bytes=0):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
@@ -175,6 +194,7 @@ class SyncReplicas(base.PlacementDelegate):
         self._compressor = compressor
         self._per_variable = per_variable
         self._timeout_s = timeout_s
+        self._window_bytes = window_bytes
         self._dropped = None
 
     def counters(self):
@@ -313,19 +333,24 @@ class SyncReplicas(base.PlacementDelegate):
         """Each gradient applied to its accumulator, tagged step_read, after `gate` (None:
         nothing); returns the apply ops in the order of grads_and_vars.
 
-        All at once, or (pipelined) one at a time to each ps task, last variable first (the
-        order backprop makes them), so each arrives early enough for its pull to overlap the
-        next pushes: sent all at once they would share the link and all arrive at the end.
+        All at once, or (pipelined) in turn to each ps task, last variable first (the order
+        backprop makes them), so each arrives early enough for its pull to overlap the next
+        pushes: sent all at once they would share the link and all arrive at the end. In turn
+        means one at a time, or (window_bytes) as many as fit in that many bytes in flight:
+        a push that waits for the ps's receipt of the one before leaves the link idle while
+        the news comes back, and it comes back behind the pulls on the same connection.
         Each ps task has a chain of its own: one chain over every task left all but one ps NIC
         idle at any moment (null_dense, 2 workers, 2 ps, 1 Gbit/s: 1.94 times the duplex
         bound with one chain, 1.18-1.25 with a chain per task)."""
         applies = [None] * len(grads_and_vars)
-        previous = {}  # ps device -> the last apply sent to it
+        sent = {}  # ps device -> [(apply, bytes)] sent to it, in order
         first = [gate] if gate is not None else []
         order = range(len(grads_and_vars))
         for i in reversed(order) if self._per_variable else order:
             grad, var = grads_and_vars[i]
-            gates = [previous[var.device]] if var.device in previous else first
+            size = _num_bytes(var)
+            waited = _window_gate(sent.get(var.device, []), size, self._window_bytes)
+            gates = [waited] if waited is not None else first
             if self._per_variable:
                 # Gated where it is sent from: the ps receives a tensor as soon as the worker
                 # makes it, whatever waits for it on the ps.
@@ -334,7 +359,7 @@ class SyncReplicas(base.PlacementDelegate):
             with tf.device(var.device), tf.control_dependencies(gates):
                 applies[i] = _apply(accumulators[i], grad, var, step_read, self._compressor)
             if self._per_variable:
-                previous[var.device] = applies[i]
+                sent.setdefault(var.device, []).append((applies[i], size))
         return applies
 
     def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens,
