@@ -164,6 +164,14 @@ LINKS = {
                                 options=(('ps_pipeline_bytes', PIPELINE_BYTES),
                                          ('ps_pipeline_window', 2 * PIPELINE_BYTES),
                                          ('ps_background_pulls', True))),
+    # And priority pushes (--ps_push_priority): the first layers' gradients pass the later
+    # layers' chunks still waiting; two senders to each ps task (the 2-chunk window).
+    'background_priority': Preset('distributed_replicated background pulls, priority pushes, '
+                                  '1 ps', 'distributed_replicated',
+                                  options=(('ps_pipeline_bytes', PIPELINE_BYTES),
+                                           ('ps_pipeline_window', 2 * PIPELINE_BYTES),
+                                           ('ps_background_pulls', True),
+                                           ('ps_push_priority', True))),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
     # More chunks in flight on the ring (--collective_subdivs).
     'all_reduce_subdivs4': Preset('collective_all_reduce, 4 subdivisions',

@@ -278,6 +278,11 @@ flags.DEFINE_boolean('ps_background_pulls', False, 'With --ps_pipeline_bytes: a 
                      'once its gradients are on the ps tasks, the pulls run in a thread of '
                      'the worker\'s own, and each variable\'s reads in the next step wait for '
                      'its own pull only, so the next forward pass overlaps the later pulls.')
+flags.DEFINE_boolean('ps_push_priority', False, 'With --ps_background_pulls: gradients leave '
+                     'in the order the forward pass uses their variables, among those made (a '
+                     'first layer\'s passes the later layers\' chunks still waiting), from sender '
+                     'threads of the worker, as many bytes on the way to each ps task as '
+                     '--ps_pipeline_window (0: one push at a time).')
 flags.DEFINE_float('linger_s', 0.0, 'A serving task serves this many seconds more after its '
                    'workers are done, or until a client releases it (python -m tfhp.reconnect), '
                    'so a client can read or save the variables it holds; 0: exit at once.')

@@ -96,6 +96,9 @@ def _check_cluster(cfg):
                        '--ps_background_pulls pulls the chunks of the pipelined transfer '
                        'while every worker takes every step: it needs --ps_pipeline_bytes, '
                        'no spares (--replicas_to_aggregate) and no --downlink_compression')
+    errors.require(not cluster.ps_push_priority or cluster.ps_background_pulls,
+                   '--ps_push_priority sends from threads beside the step, which needs the step '
+                   'to end before its pulls: it needs --ps_background_pulls')
     if cfg.replication.downlink_compression != compression.NONE:
         errors.require(mode.graph_per_worker and cluster.cross_replica_sync and
                        cluster.replicas_to_aggregate in (None, cluster.num_workers),

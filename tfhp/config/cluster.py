@@ -57,6 +57,9 @@ class ClusterConfig:
       ps_background_pulls: with ps_pipeline_bytes, a step ends once its gradients are on the
         ps tasks; the pulls run in a thread of the worker's own and each variable's reads in
         the next step wait for its own pull only (`tfhp.replication.background_pulls`).
+      ps_push_priority: with ps_background_pulls, gradients leave in forward order among
+        those made (`tfhp.replication.priority_pushes`), ps_pipeline_window bytes on the way
+        to each ps task (0: one push at a time).
       linger_s: a serving task serves this many seconds more after the tasks it serves are
         done (or failed, or lost), or until a client releases it (`tfhp.reconnect`), so its
         variables outlive their client; 0: it exits at once.
@@ -88,6 +91,7 @@ class ClusterConfig:
     ps_pipeline_bytes: int = 0
     ps_pipeline_window: int = 0
     ps_background_pulls: bool = False
+    ps_push_priority: bool = False
     linger_s: float = 0.0
     serve_clients: bool = False
     container: str = ''

@@ -5,9 +5,9 @@ take the chief's variables, set the job's end step) is an op to run once per ses
 a session made again after a restore; this is the one hook that does it.
 
 RunInLoops: a protocol's work beside the steps (the sync chief's update loop, background
-pulls) runs in threads of the hook's own, one op over and over, until the session closes; those
-runs can be traced for a traced step (`trace_loops`, `loop_traces`), since they are not part of
-the step's own run.
+pulls, priority pushes) runs in threads of the hook's own, one op (or `Loop`) over and over,
+until the session closes; those runs can be traced for a traced step (`trace_loops`,
+`loop_traces`), since they are not part of the step's own run.
 """
 import threading
 import time
@@ -30,6 +30,20 @@ class RunAtStart(tf.train.SessionRunHook):
         session.run(self._fetches)
 
 
+class Loop:
+    """One turn of a loop that is more than one op: runs of its own, chosen in Python.
+
+    Attributes:
+      name: names the loop's thread and its traced runs' lanes.
+    """
+    name = 'loop'
+
+    def __call__(self, session, options, run_metadata):
+        """One turn: runs in `session`, the traced one with options and run_metadata (None
+        when the turn is not traced)."""
+        raise NotImplementedError
+
+
 class RunInLoops(tf.train.SessionRunHook):
     """Runs each of `loops` over and over, in a daemon thread of its own, from session start.
 
@@ -37,7 +51,7 @@ class RunInLoops(tf.train.SessionRunHook):
     error, which it hands to the coordinator (the next step raises it).
 
     Args:
-      loops: ops, each run in a loop of its own.
+      loops: ops or `Loop`s, each run in a loop of its own.
     """
 
     def __init__(self, loops=()):
@@ -91,7 +105,10 @@ class RunInLoops(tf.train.SessionRunHook):
             options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if traced else None
             metadata = tf.RunMetadata() if traced else None
             try:
-                session.run(op, options=options, run_metadata=metadata)
+                if isinstance(op, Loop):
+                    op(session, options, metadata)
+                else:
+                    session.run(op, options=options, run_metadata=metadata)
             except (tf.errors.CancelledError, tf.errors.AbortedError, RuntimeError):
                 return  # the session was closed or recreated
             except tf.errors.OpError as e:

@@ -139,7 +139,8 @@ def _sync(topology, cluster, compressor):
         replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
         num_replicas=topology.num_workers, is_chief=topology.is_chief,
         compressor=compressor, per_variable=bool(cluster.ps_pipeline_bytes),
-        timeout_s=cluster.step_timeout_s, window_bytes=cluster.ps_pipeline_window)
+        timeout_s=cluster.step_timeout_s, window_bytes=cluster.ps_pipeline_window,
+        priority=cluster.ps_push_priority)
 
 
 def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False):

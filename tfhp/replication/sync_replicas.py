@@ -61,6 +61,7 @@ from tfhp.ops import barriers
 from tfhp.ops import scopes
 from tfhp.ops import session_hooks
 from tfhp.replication import base
+from tfhp.replication import priority_pushes
 from tfhp.replication import transfer
 
 TOKEN_QUEUE = 'tfhp_sync_step_tokens'
@@ -178,11 +179,14 @@ class SyncReplicas(base.PlacementDelegate):
         the session ends (--step_timeout_s).
       window_bytes: per_variable: bytes of gradients each ps task may have on the way at once
         (`_window_gate`); 0: one push at a time.
+      priority: with background pulls, the gradients leave in forward order among those made
+        (`tfhp.replication.priority_pushes`, window_bytes on the way to each ps task);
+        False: the static chain of `_send`.
     """
 
     def __init__(self, placement, worker_device, replicas_to_aggregate, num_replicas,
                  is_chief, compressor=None, per_variable=False, timeout_s=600.0,
-                 window_bytes=0):
+                 window_bytes=0, priority=False):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
@@ -195,6 +199,7 @@ class SyncReplicas(base.PlacementDelegate):
         self._per_variable = per_variable
         self._timeout_s = timeout_s
         self._window_bytes = window_bytes
+        self._priority = priority
         self._dropped = None
 
     def counters(self):
@@ -243,6 +248,9 @@ class SyncReplicas(base.PlacementDelegate):
                                self._replicas_to_aggregate == self._num_replicas):
             raise ValueError('background pulls need a token per variable and every replica in '
                              'each step (no spares)')
+        if self._priority and not background:
+            raise ValueError('priority pushes need background pulls (a tag): a step that ends '
+                             'with its pulls has its pushes in its own run')
         grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
         step_device = global_step.device
         with tf.device(self._worker_device):
@@ -269,8 +277,13 @@ class SyncReplicas(base.PlacementDelegate):
             count = self._dropped.assign_add(tf.cast(late, tf.int64), read_value=False)
             # 3. Send, tagged with the local step; background pulls send each gradient once
             # it exists (without spares none is late, so none waits for the count).
-            applies = self._send(accumulators, grads_and_vars, step_read,
-                                 None if background else count)
+            if self._priority:
+                applies, senders = self._send_by_priority(accumulators, grads_and_vars,
+                                                          step_read)
+                loops += senders
+            else:
+                applies = self._send(accumulators, grads_and_vars, step_read,
+                                     None if background else count)
             # 4. Wait for the step to be applied (or to have been applied without us): each
             # variable apart (pipelined), or all at once; or in the pulls' own loop.
             if background:
@@ -361,6 +374,15 @@ class SyncReplicas(base.PlacementDelegate):
             if self._per_variable:
                 sent.setdefault(var.device, []).append((applies[i], size))
         return applies
+
+    def _send_by_priority(self, accumulators, grads_and_vars, tag):
+        """Priority pushes: (ops queueing each gradient once made, the sender loops)."""
+        def push(i, payload, step):
+            var = grads_and_vars[i][1]
+            with tf.device(var.device):
+                return _apply(accumulators[i], payload, var, step, self._compressor)
+        return priority_pushes.build(grads_and_vars, tag, self._worker_device, push,
+                                     self._window_bytes)
 
     def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens,
                       publish, stepped_tokens=None):

@@ -1,0 +1,80 @@
+"""Priority pushes (--ps_push_priority): a sender takes the gradient of the earliest variable in
+forward order among those queued, whatever order backprop made them in, and pushes its buffered
+value tagged with its step; the senders of a ps task wait while its window is full."""
+import threading
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from tfhp.replication import priority_pushes
+
+CPU = '/device:CPU:0'
+
+
+def _build(payloads, senders_per_task=1):
+    """Four variables; push(i) logs (i, tag, the payload's sum) in a queue. Returns (queued
+    ops, senders, the log's dequeue, the tag placeholder)."""
+    variables = [tf.Variable(tf.zeros([2]), name='v%d' % i) for i in range(len(payloads))]
+    log = tf.FIFOQueue(-1, [tf.int64, tf.int64, tf.float32], shapes=[[], [], []])
+    tag = tf.placeholder(tf.int64, [])
+
+    def push(i, payload, step):
+        total = tf.add_n([tf.reduce_sum(part) for part in tf.nest.flatten(payload)])
+        return log.enqueue((tf.constant(i, tf.int64), step, total))
+
+    queued, senders = priority_pushes.build(list(zip(payloads, variables)), tag, CPU, push,
+                                            senders_per_task=senders_per_task)
+    return queued, senders, log.dequeue(), tag
+
+
+def test_the_first_variable_ready_goes_first_whatever_order_backprop_made_them():
+    with tf.Graph().as_default():
+        payloads = [tf.fill([2], float(i + 1)) for i in range(3)]
+        payloads.append((tf.ones([3]), tf.ones([1])))  # a compressed payload: two tensors
+        queued, senders, logged, tag = _build(payloads)
+        sender, = senders  # one ps task (every variable on the default device), one sender
+        with tf.Session() as session:
+            session.run(tf.local_variables_initializer())
+            session.run([queued[3], queued[1]], {tag: 7})  # backprop made 3, then 1
+            sender(session, None, None)
+            session.run([queued[2], queued[0]], {tag: 7})  # then 2 and 0 (the first layer)
+            for _ in range(3):
+                sender(session, None, None)
+            order = [session.run(logged) for _ in range(4)]
+    # 1 was the first of what was made; then 0 passes 2 and 3, which were made before it.
+    assert [int(i) for i, _, _ in order] == [1, 0, 2, 3]
+    assert all(int(step) == 7 for _, step, _ in order)
+    np.testing.assert_allclose([total for _, _, total in order], [4.0, 2.0, 6.0, 4.0])
+
+
+def test_senders_per_task_and_refusals():
+    with tf.Graph().as_default():
+        _, senders, _, _ = _build([tf.ones([2])] * 2, senders_per_task=2)
+        assert len(senders) == 2 and len({s.name for s in senders}) == 2
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match='v0 sends one of shape'):
+            _build([tf.placeholder(tf.float32, [None])])
+
+
+def _has_room(credit):
+    """Whether credit.wait_for_room returns within 0.2 s (it is left blocked otherwise)."""
+    waiter = threading.Thread(target=credit.wait_for_room, daemon=True)
+    waiter.start()
+    waiter.join(0.2)
+    return not waiter.is_alive()
+
+
+def test_a_window_of_bytes_bounds_the_pushes_on_the_way():
+    credit = priority_pushes._Credit(10)  # pylint: disable=protected-access
+    credit.add(6)
+    assert _has_room(credit)  # 6 < 10: another push may go
+    credit.add(6)
+    assert not _has_room(credit)  # 12: full until a push is received
+    credit.add(-6)
+    assert _has_room(credit)
+    one_at_a_time = priority_pushes._Credit(0)  # pylint: disable=protected-access
+    assert _has_room(one_at_a_time)
+    one_at_a_time.add(1)
+    assert not _has_room(one_at_a_time)
+    one_at_a_time.add(-1)  # lets the waiter left blocked go

@@ -1,0 +1,134 @@
+"""Priority pushes: a worker's gradients leave in the order the forward pass uses their
+variables, among those already made (P3's and ByteScheduler's priority).
+
+With background pulls the next forward pass starts on its first layers as soon as their weights
+are back. Backprop makes those layers' gradients last, and the pipelined transfer's static chain
+sends them last too: behind every chunk made before them that the link has not yet carried.
+Here (`--ps_push_priority`) a gradient, once made, is copied into a buffer of the worker's and
+its index put into its ps task's *priority queue* on the worker, ranked by its variable's place
+in the forward order (the order the variables are created). Sender threads of the worker
+(`Sender`, several per ps task) take, one at a time and once the task's window of bytes on the
+way has room (`--ps_pipeline_window`), the first index of the queue, whichever gradients are
+ready, and push that buffer to its accumulator, tagged with the step; so a first layer's
+gradient passes the later layers' chunks still waiting.
+
+A buffer is overwritten only by the next step's gradient, which backprop makes after the step
+ended, i.e. after the chief applied every push of this one.
+"""
+import threading
+
+import tensorflow.compat.v1 as tf
+
+from tfhp.ops import session_hooks
+
+PRIORITY_QUEUE = 'tfhp_push_priority'
+# Senders per ps task: enough for the small gradients (biases, batch norms) that fit a window
+# beside a large one, each push run waiting for its receipt.
+SENDERS_PER_TASK = 32
+
+
+class _Credit:
+    """The bytes on the way to one ps task, bounded by a window; its senders choose in turn."""
+
+    def __init__(self, window_bytes):
+        self._window_bytes = window_bytes
+        self._changed = threading.Condition()
+        self._in_flight = 0
+        self.choosing = threading.Lock()  # held from waiting for room to taking a gradient
+
+    def wait_for_room(self):
+        """Blocks while the window is full (window 0: while anything is on the way)."""
+        with self._changed:
+            while self._in_flight and self._in_flight >= self._window_bytes:
+                self._changed.wait()
+
+    def add(self, num_bytes):
+        with self._changed:
+            self._in_flight += num_bytes
+            self._changed.notify_all()
+
+
+class Sender(session_hooks.Loop):
+    """A loop's turn: once its ps task's window has room, take the first gradient of the
+    task's queue (blocking until one is made) and push it; one of several per task, so that
+    small gradients go beside a large one still on the way."""
+
+    def __init__(self, name, credit, dequeue, pushes, num_bytes, tag):
+        self.name = name
+        self._credit = credit
+        self._dequeue = dequeue
+        self._pushes = pushes
+        self._num_bytes = num_bytes
+        self._tag = tag
+
+    def __call__(self, session, options, run_metadata):
+        # The choice is made as late as it can be: once there is room, by one sender at a
+        # time. Two runs, since which push to run is known only once the dequeue returns;
+        # only the push, what crosses the link, is traced.
+        with self._credit.choosing:
+            self._credit.wait_for_room()
+            index, tag = session.run(self._dequeue)
+            self._credit.add(self._num_bytes[index])
+        try:
+            session.run(self._pushes[index], feed_dict={self._tag: tag}, options=options,
+                        run_metadata=run_metadata)
+        finally:
+            self._credit.add(-self._num_bytes[index])
+
+
+def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
+          senders_per_task=SENDERS_PER_TASK):
+    """Priority pushes of this worker's gradients.
+
+    Args:
+      grads_and_vars: [(gradient or compressed payload, variable)] in forward order (the
+        priority: earlier first); each payload's tensors of fully defined shapes.
+      tag: the step the gradients were computed at (int64 scalar).
+      worker_device: this worker's CPU: the buffers, queues and tag feed.
+      push: push(i, payload, tag) -> the op applying gradient i's payload, tagged `tag`, to its
+        accumulator on the variable's ps task.
+      window_bytes: bytes of pushes on the way to each ps task at once; 0 (or a push larger
+        than it): one at a time.
+      senders_per_task: sender threads per ps task: at most this many pushes on the way.
+    Returns:
+      (ops that queue each gradient once made, in the order of grads_and_vars; the `Sender`
+      loops, for a `RunInLoops` hook).
+    """
+    queues, pushes, num_bytes, queued = {}, {}, {}, []
+    with tf.device(worker_device):
+        tag_feed = tf.placeholder(tf.int64, [], name='%s/tag' % PRIORITY_QUEUE)
+    for i, (grad, var) in enumerate(grads_and_vars):
+        if isinstance(grad, tf.IndexedSlices):
+            raise ValueError('priority pushes buffer dense gradients; %s has a sparse one'
+                             % var.op.name)
+        task = var.device
+        with tf.device(worker_device), tf.name_scope('%s/%d' % (PRIORITY_QUEUE, i)):
+            if task not in queues:
+                # Elements (priority = the gradient's index, tag); the least comes first.
+                queues[task] = tf.PriorityQueue(-1, [tf.int64], shapes=[[]],
+                                                name='queue_%d' % len(queues))
+                pushes[task], num_bytes[task] = {}, {}
+            buffers, copies = [], []
+            for part in tf.nest.flatten(grad):
+                if not part.shape.is_fully_defined():
+                    raise ValueError('priority pushes buffer gradients of fixed shapes; %s '
+                                     'sends one of shape %s' % (var.op.name, part.shape))
+                buffers.append(tf.Variable(tf.zeros(part.shape, part.dtype), trainable=False,
+                                           collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                                           name='buffer'))
+                copies.append(buffers[-1].assign(part, read_value=False))
+            with tf.control_dependencies(copies):
+                queued.append(queues[task].enqueue((tf.constant(i, tf.int64), tag)))
+            payload = tf.nest.pack_sequence_as(grad, [b.read_value() for b in buffers])
+        pushes[task][i] = push(i, payload, tag_feed)
+        num_bytes[task][i] = sum(part.shape.num_elements() * part.dtype.size
+                                 for part in tf.nest.flatten(grad))
+    senders = []
+    for k, (task, queue) in enumerate(queues.items()):
+        with tf.device(worker_device):
+            taken = queue.dequeue(name='%s/take_%d' % (PRIORITY_QUEUE, k))
+        credit = _Credit(window_bytes)
+        senders += [Sender('%s/task_%d/sender_%d' % (PRIORITY_QUEUE, k, s), credit, taken,
+                           pushes[task], num_bytes[task], tag_feed)
+                    for s in range(senders_per_task)]
+    return queued, senders
