@@ -50,6 +50,13 @@ def _subject(record):
     return ', '.join(parts)
 
 
+def _panel(record):
+    """A saturation panel's subject: the model, and the TCP congestion control where the
+    record says it; its transfers are series of the panel."""
+    return ', '.join([record['model']] + (['TCP ' + record['congestion_control']]
+                                          if record.get('congestion_control') else []))
+
+
 def saturation_conclusion(records):
     """Lines: per model, rate and ps count, the step's growth per worker (a line fitted through
     the medians) against the in-turn estimate's, and that of the step less the same job's on
@@ -227,26 +234,35 @@ def _exact(values):
 
 
 def plot_saturation(records, path, caption=None):
-    """Step time vs workers, a panel per model and rate; a colour per ps count: measured
-    (median, min-max), the in-turn estimate dashed, the per-direction bound dotted."""
+    """Step time vs workers, a panel per model and rate; a colour per ps count (and transfer,
+    where a panel has several, so that they compare on one axis): measured (median, min-max),
+    the in-turn estimate dashed, the per-direction bound dotted (black beside several
+    transfers: the estimates are the model's and the rate's, not a transfer's)."""
+    def line(r):
+        return r.get('transfer', link_jobs.IN_TURN), r['num_ps']
+    lines = list(common.grouped(records, line))  # a colour each, the same in every panel
     panels = []
-    for (model, rate), group in common.grouped(records, lambda r: (_subject(r), r['rate'])).items():
-        series = []
-        for index, (k, rows) in enumerate(common.grouped(group, lambda r: r['num_ps']).items()):
+    for (model, rate), group in common.grouped(records, lambda r: (_panel(r), r['rate'])).items():
+        transfers = common.grouped(group, lambda r: r.get('transfer', link_jobs.IN_TURN))
+        series, estimated = [], set()
+        for (transfer, k), rows in common.grouped(group, line).items():
             xs = [r['num_workers'] for r in rows]
-            color = 'C%d' % index
-            series.append(('%d ps, measured' % k, xs, [r.get('global_step_ms') for r in rows],
-                           {'color': color}))
-            if any(r.get('turns_ms') for r in rows):
-                series.append(('%d ps, reads and gradients in turn' % k, xs,
-                               _exact([r.get('turns_ms') for r in rows]),
-                               dict(_COMPUTED, color=color, linestyle='--')))
-                series.append(('%d ps, W S / (K B)' % k, xs,
-                               _exact([r.get('bound_ms') for r in rows]),
-                               dict(_COMPUTED, color=color, linestyle=':')))
+            index = lines.index((transfer, k))
+            label = '%d ps, %s' % (k, transfer if len(transfers) > 1 else 'measured')
+            series.append((label, xs, [r.get('global_step_ms') for r in rows],
+                           {'color': 'C%d' % index}))
+            if k in estimated or not any(r.get('turns_ms') for r in rows):
+                continue
+            estimated.add(k)
+            color = 'black' if len(transfers) > 1 else 'C%d' % index
+            series.append(('%d ps, reads and gradients in turn' % k, xs,
+                           _exact([r.get('turns_ms') for r in rows]),
+                           dict(_COMPUTED, color=color, linestyle='--')))
+            series.append(('%d ps, W S / (K B)' % k, xs, _exact([r.get('bound_ms') for r in rows]),
+                           dict(_COMPUTED, color=color, linestyle=':')))
         panels.append(('%s, %s links' % (model, rate), series, []))
     workers = sorted({r['num_workers'] for r in records})
-    # Panels of one rate (transfers or models side by side) compare on one y axis.
+    # Panels of one rate (models side by side) compare on one y axis.
     plots.line_panels(path, panels, 'workers', 'global step time, ms',
                       title='parameter-server saturation on emulated links: %s'
                       % plots.spread_text(records[0]['repeats']),

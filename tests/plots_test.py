@@ -89,6 +89,25 @@ def test_series_keep_a_marker_each_and_the_legend_sits_under_the_panels(monkeypa
 
 
 @needs_matplotlib
+def test_a_lone_measured_series_beside_computed_lines_sits_on_its_xs(monkeypatch, tmp_path):
+    computed = {'dodge': False, 'marker': None}
+    panels = [('one', [('measured', [1, 2], SAME[:2]), ('bound', [1, 2], SAME[:2], computed)],
+               []),
+              ('two', [('a', [1, 2], SAME[:2]), ('b', [1, 2], SAME[:2]),
+                       ('bound', [1, 2], SAME[:2], computed)], [])]
+    figure, _ = _drawn(monkeypatch, lambda: plots.line_panels(str(tmp_path / 'x.png'), panels,
+                                                              'workers', 'ms'))
+    xs = [{c.get_label(): list(c.lines[0].get_xdata()) for c in ax.containers}
+          for ax in figure.axes]
+    assert xs[0] == {'measured': [1, 2], 'bound': [1, 2]}
+    # Two measured series still move apart, each a tenth of the gap, the bound stays.
+    assert xs[1]['a'] == pytest.approx([0.9, 1.9]) and xs[1]['b'] == pytest.approx([1.1, 2.1])
+    assert xs[1]['bound'] == [1, 2]
+    from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+    pyplot.close(figure)
+
+
+@needs_matplotlib
 def test_the_caption_is_drawn_under_the_figure(tmp_path):
     from PIL import Image  # pylint: disable=g-import-not-at-top
     _draw(tmp_path / 'plain.png')

@@ -330,6 +330,9 @@ def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None
         labels += [s[0] for s in panel[1] if s[0] not in labels]
     for ax, panel in zip(axes[0], panels):
         panel_title, series, references = panel[:3]
+        # Only the series that are dodged share the spread: the computed lines stay put.
+        dodged = [i for i, s in enumerate(series) if (s[3] if len(s) > 3 else {}).get('dodge',
+                                                                                     True)]
         for index, (label, xs, summaries) in enumerate(s[:3] for s in series):
             points = _present(xs, summaries)
             if not points:
@@ -340,7 +343,7 @@ def line_panels(path, panels, xlabel, ylabel, logx=False, logy=False, title=None
             style.update(series[index][3] if len(series[index]) > 3 else {})
             xs = [x for x, _ in points]
             if style.pop('dodge', True):
-                xs = _dodged(xs, index, len(series), logx)
+                xs = _dodged(xs, dodged.index(index), len(dodged), logx)
             medians = [s['median'] for _, s in points]
             below = [s['median'] - s['min'] for _, s in points]
             above = [0.0 if s['max'] is None else s['max'] - s['median'] for _, s in points]

@@ -130,6 +130,25 @@ def test_rows_and_plot_paths():
     assert links_study.plot_path('a/b.png', 'modes', False) == 'a/b.png'
 
 
+def test_the_transfers_of_a_model_share_its_panel_and_its_estimates(monkeypatch):
+    drawn = {}
+    monkeypatch.setattr(links_report.plots, 'line_panels',
+                        lambda path, panels, *a, **kw: drawn.update(panels=panels))
+    records = [dict(_record('lenet', '1gbit', 1, w, ms * w, 150.0 * w, repeats=(1.0,)),
+                    transfer=transfer, bound_ms=50.0 * w)
+               for transfer, ms in ((link_jobs.BACKGROUND, 80.0), (link_jobs.WINDOW, 70.0))
+               for w in (1, 2)]
+    links_report.plot_saturation(records, 'unused.png')
+    (title, series, _), = drawn['panels']
+    assert title == 'lenet, 1gbit links'
+    assert [(label, [s['median'] for s in summaries]) for label, _, summaries, _ in series] == [
+        ('1 ps, background pulls', [80.0, 160.0]),
+        ('1 ps, reads and gradients in turn', [150.0, 300.0]),
+        ('1 ps, W S / (K B)', [50.0, 100.0]),
+        ('1 ps, background window', [70.0, 140.0])]
+    assert series[1][3]['color'] == 'black' and series[3][3]['color'] == 'C1'
+
+
 def test_the_downlink_plot_groups_by_gradients_and_bars_by_downlink(monkeypatch):
     drawn = {}
     monkeypatch.setattr(links_report.plots, 'bar_panels',
