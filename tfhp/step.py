@@ -24,7 +24,8 @@ StepOps = collections.namedtuple('StepOps', [
     'post_init_ops',  # run once after variable initialisation
     'hooks',          # SessionRunHooks every worker must install
     'global_step',
-])
+    'step_made',      # None, or the global step the step makes once applied (base.Update)
+], defaults=(None,))
 
 EvalOps = collections.namedtuple('EvalOps', [
     'top1_correct',   # number of top-1 hits in this step's batches
@@ -117,7 +118,8 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
         warmup_ops=list(inputs.warmup_ops),
         post_init_ops=list(update.post_init_ops),
         hooks=list(update.hooks),
-        global_step=global_step)
+        global_step=global_step,
+        step_made=update.step_made)
 
 
 def _compiled(compile_towers):

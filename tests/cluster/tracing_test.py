@@ -5,6 +5,7 @@ import time
 import types
 
 import numpy as np
+import pytest
 import tensorflow.compat.v1 as tf
 
 from tfhp import session as session_lib
@@ -56,12 +57,12 @@ def _cfg(task_index, trace_file):
 
 
 def test_every_worker_traces_the_step_and_the_chief_writes_it(tmp_path):
-    assert not worker._tracing(_cfg(0, None), print, [])  # no --trace_file: no traced step
+    assert not worker._tracing(_cfg(0, None), print, [], None)  # no --trace_file: no traced step
     _, metadata, _ = _traced_run()
     for task_index in (0, 1):
         path = str(tmp_path / ('%d.json' % task_index))
         lines = []
-        tracing = worker._tracing(_cfg(task_index, path), lines.append, [])
+        tracing = worker._tracing(_cfg(task_index, path), lines.append, [], None)
         assert tracing['trace_step'] == 3  # each worker runs the extra step: in pairs
         tracing['on_trace'](3, metadata)
         written = os.path.exists(path) and os.path.exists(path + capture.RUN_METADATA_SUFFIX)
@@ -73,7 +74,7 @@ def test_with_task_in_the_path_every_worker_writes_its_own_trace(tmp_path):
     _, metadata, _ = _traced_run()
     path = str(tmp_path / 'step.{task}.json')
     for task_index in (0, 1, 2):
-        worker._tracing(_cfg(task_index, path), print, [])['on_trace'](3, metadata)
+        worker._tracing(_cfg(task_index, path), print, [], None)['on_trace'](3, metadata)
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ['step.%d.json%s' % (i, s) for i in (0, 1, 2)
                        for s in ('', capture.RUN_METADATA_SUFFIX)]
@@ -84,23 +85,43 @@ def _sleep(seconds, name):
                       stateful=True, name=name)
 
 
-def test_background_runs_that_overlap_the_traced_step_join_its_trace(tmp_path):
+class _Settling(session_hooks.RunInLoops):
+    """Loops whose work for a step goes on for settle_s after it (as priority pushes do)."""
+
+    def __init__(self, loops, settle_s):
+        super().__init__(loops)
+        self._settle_s = settle_s
+
+    def settle(self, session):
+        time.sleep(self._settle_s)
+
+
+@pytest.mark.parametrize('settle_s', [0.0, 0.3])
+def test_background_runs_that_overlap_the_traced_step_join_its_trace(tmp_path, settle_s):
     path = str(tmp_path / 'step.json')
     # A task's server, as a worker has: an in-process session traces one run at a time.
     server = tf.train.Server.create_local_server()
     with tf.Graph().as_default():
         step = _sleep(0.05, 'step')
-        hook = session_hooks.RunInLoops([_sleep(0.02, 'background').op])
+        hook = _Settling([_sleep(0.02, 'background').op], settle_s)
         sess = task_session.TaskSession(server.target, tf.ConfigProto(),
                                         tf.train.Saver([tf.Variable(0)]), True, None, [hook],
                                         timeout_s=5.0)
-        tracing = worker._tracing(_cfg(0, path), print, [hook])
+        tracing = worker._tracing(_cfg(0, path), print, [hook], sess)
         runs = []
         session_lib.run_steps(sess, step, 3, 1, run=lambda f: runs.append(sess.run(f)),
                               **dict(tracing, trace_step=2))
         sess.close()
     assert len(runs) == 4  # 3 timed steps and the one before the traced one
-    lanes = [d.device for d in capture.load_run_metadata(path).step_stats.dev_stats]
+    metadata = capture.load_run_metadata(path)
+    lanes = [d.device for d in metadata.step_stats.dev_stats]
     background = [d for d in lanes if d.endswith(' [background]')]
     assert background and len(background) < len(lanes)
     assert not hook.loop_traces(0.0)  # tracing ended with the traced step
+    # The runs of the time the step took to settle are merged too: later than its own end.
+    step_end = max(n.all_start_micros + n.all_end_rel_micros
+                   for d in metadata.step_stats.dev_stats if ' [' not in d.device
+                   for n in d.node_stats)
+    last = max(n.all_start_micros for d in metadata.step_stats.dev_stats
+               if d.device.endswith(' [background]') for n in d.node_stats)
+    assert (last > step_end + 0.1e6) == (settle_s > 0)

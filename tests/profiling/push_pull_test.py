@@ -27,7 +27,7 @@ def _receive(size, source, destination):
     return '[%s] [1.0Mb/s] edge_1_Identity from %s to %s' % (size, source, destination)
 
 
-def _step():
+def _step(until_ms=None):
     """Worker 0: forward 0-5, backward 5-12 ms; two 0.5 MB pushes requested at 10 ms that
     arrive at 16 and 20, a 4-byte token and worker 1's push (both left out). The chief's
     applies and worker 0's pulls ran in background runs, merged as lanes of their own."""
@@ -43,7 +43,8 @@ def _step():
     pulls = _metadata({WORKER % 0: [('RecvTensor', _receive('0.5MB', PS, WORKER % 0), 17, 21),
                                     ('RecvTensor', _receive('512KB', PS, WORKER % 0), 17, 25)]})
     late = _metadata({PS: [('apply_2/update_w/ResourceApplyGradientDescent', '', 500, 501)]})
-    return capture.with_background(step, [('apply', chief), ('pulls', pulls), ('next', late)])
+    return capture.with_background(step, [('apply', chief), ('pulls', pulls), ('next', late)],
+                                   None if until_ms is None else T0 + until_ms * 1e3)
 
 
 def test_each_op_goes_to_its_row_and_transfers_are_drawn_on_the_wire():
@@ -56,6 +57,13 @@ def test_each_op_goes_to_its_row_and_transfers_are_drawn_on_the_wire():
     assert rows[push_pull.APPLY] == [(16, 17)]  # a run that does not overlap the step: left out
     assert rows[push_pull.PULL] == [(17, 21), (21, 25)]
     assert push_pull.rows(_step(), worker=1)[push_pull.PUSH] == [(10, 18)]
+
+
+def test_the_work_a_step_leaves_beside_it_is_merged_until_it_settled():
+    # Priority pushes: the step ends once its gradients are queued; its pushes and applies
+    # go on until the worker settled it (here at 600 ms).
+    assert push_pull.rows(_step(until_ms=600))[push_pull.APPLY] == [(16, 17), (500, 501)]
+    assert push_pull.rows(_step(until_ms=10))[push_pull.APPLY] == [(16, 17)]  # never shorter
 
 
 def test_merged_lanes_are_named_after_their_loop():

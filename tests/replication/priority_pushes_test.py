@@ -37,10 +37,10 @@ def test_the_first_variable_ready_goes_first_whatever_order_backprop_made_them()
         with tf.Session() as session:
             session.run(tf.local_variables_initializer())
             session.run([queued[3], queued[1]], {tag: 7})  # backprop made 3, then 1
-            sender(session, None, None)
+            sender(session, session.run)
             session.run([queued[2], queued[0]], {tag: 7})  # then 2 and 0 (the first layer)
             for _ in range(3):
-                sender(session, None, None)
+                sender(session, session.run)
             order = [session.run(logged) for _ in range(4)]
     # 1 was the first of what was made; then 0 passes 2 and 3, which were made before it.
     assert [int(i) for i, _, _ in order] == [1, 0, 2, 3]

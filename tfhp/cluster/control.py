@@ -127,12 +127,14 @@ class WorkerControl:
         self._device = device
         self._combine_stop = combine_stop
 
-    def read_after(self, train_op):
-        """int64 [global step, end, stop] read once train_op has run: fetch it with the step."""
+    def read_after(self, train_op, step_made=None):
+        """int64 [global step, end, stop] read once train_op has run: fetch it with the step.
+        step_made: None, or the global step the step makes once applied, where train_op
+        ends before the apply (`tfhp.replication.base.Update.step_made`)."""
         with tf.control_dependencies([train_op]):
-            return self.read(combine=True)
+            return self.read(combine=True, step_made=step_made)
 
-    def read(self, combine=False):
+    def read(self, combine=False, step_made=None):
         """int64 [global step, end, stop] now (the stop value combined only after a step)."""
         with tf.device(self._device):
             stop = _read(STOP, self._device)
@@ -140,7 +142,10 @@ class WorkerControl:
                 stop = self._combine_stop(stop)
             control = tf.concat([_read(END, self._device), stop], 0)
         with tf.device(self._global_step.device):
-            step = tf.reshape(self._global_step.read_value(), [1])
+            step = self._global_step.read_value()
+            if step_made is not None:
+                step = tf.maximum(step, step_made)
+            step = tf.reshape(step, [1])
             return tf.concat([step, control], 0, name='job_control')
 
     def end_after(self, steps):

@@ -129,7 +129,7 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
         for device in topology.variable_devices:
             with tf.device(device):
                 copies.append(tf.identity(progress))
-        return _WorkerGraph(built=built, train_op=train_op, control=ctl.read_after(train_op),
+        return _WorkerGraph(built=built, train_op=train_op, control=ctl.read_after(train_op, built.ops.step_made),
                             read_control=ctl.read(),
                             end_after={m: ctl.end_after(m) for m in end_margins},
                             end_at_target=(ctl.end_at(cfg.run.target_global_step)
@@ -234,6 +234,10 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
             raise config_lib.ConfigError(corrupt) from e
         raise
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
+    dog.phase('settling the last step (its background pulls)', cluster.step_timeout_s)
+    for hook in hooks:
+        if isinstance(hook, session_hooks.RunInLoops):
+            hook.settle(sess)
     dog.phase('reading the final figures', cluster.peer_timeout_s)
     final = sess.run(graph.final, options=timeout)
     dog.phase('closing the session (the chief writes its last checkpoint)',
@@ -371,7 +375,7 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
             run=_step_runner(sess, cluster, dog, 'step'),
             on_step=noted(lambda value: progress.after_timed_step(value[1], loss=value[2])),
-            **_tracing(cfg, log, built.ops.hooks))
+            **_tracing(cfg, log, built.ops.hooks, sess))
     if progress.stopped:
         events.note('the job stopped at global step %d' % progress.step)
     return progress_lib.LoopOutcome(
@@ -382,7 +386,7 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
         first_loss=progress.first_loss, last_loss=progress.last_loss)
 
 
-def _tracing(cfg, log, hooks):
+def _tracing(cfg, log, hooks, sess):
     """run_steps' trace_step and on_trace for --trace_file: every worker runs timed step
     --trace_step traced (an extra, untimed step, so that the workers of a synchronous job still
     take their steps together), and the chief (task 0) writes the trace files; with `{task}`
@@ -397,19 +401,23 @@ def _tracing(cfg, log, hooks):
         write = capture.trace_writer(profile.trace_file.replace(TRACE_TASK, str(index)),
                                      profile.trace_memory, log,
                                      chrome=profile.use_chrome_trace_format)
-    # Background runs (background pulls, the sync chief's updates) are traced from one extra
-    # step before the traced one, and those that overlap it are merged into its trace. Every
-    # worker of a synchronous job has the sync hook, so all of them run that step: their steps
-    # still pair up.
+    # Background runs (background pulls, the sync chief's updates, priority pushes) are traced
+    # from one extra step before the traced one, and those that overlap it, or the work
+    # beside it that the step leaves (`settle`: its last pulls; with priority pushes, the
+    # pushes and applies too), are merged into its trace. Every worker of a synchronous job
+    # has the sync hook, so all of them run that step: their steps still pair up.
     loops = [h for h in hooks if isinstance(h, session_hooks.RunInLoops)]
 
     def on_trace(step, run_metadata):
+        for hook in loops:
+            hook.settle(sess)
+        settled_micros = time.time() * 1e6
         # Runs still in flight get as long again as the step took: a step's last pulls end
         # soon after it, while the chief's next update waits for the next step.
         wait_s = capture.duration_s(run_metadata)
         background = [trace for hook in loops for trace in hook.loop_traces(wait_s)]
         if write:
-            write(step, capture.with_background(run_metadata, background))
+            write(step, capture.with_background(run_metadata, background, settled_micros))
 
     return {'trace_step': profile.trace_step, 'on_trace': on_trace,
             'before_trace': (lambda: [h.trace_loops() for h in loops]) if loops else None}

@@ -38,9 +38,10 @@ class Loop:
     """
     name = 'loop'
 
-    def __call__(self, session, options, run_metadata):
-        """One turn: runs in `session`, the traced one with options and run_metadata (None
-        when the turn is not traced)."""
+    def __call__(self, session, traced_run):
+        """One turn: runs in `session`; traced_run(fetches, feed_dict=None) is a run traced
+        when a traced step wants it (tracing decided as it starts), for the runs worth seeing
+        (not those that wait for the next step's work)."""
         raise NotImplementedError
 
 
@@ -73,6 +74,11 @@ class RunInLoops(tf.train.SessionRunHook):
     def after_create_session(self, session, coord):
         self.start_loops(session, coord)
 
+    def settle(self, session):
+        """Returns once the loops' work for the steps run so far is done (e.g. the last
+        step's pulls), so that what is read next sees it; here at once."""
+        del session
+
     def trace_loops(self):
         """Traces every loop run that starts from now on, until `loop_traces`."""
         with self._lock:
@@ -98,24 +104,32 @@ class RunInLoops(tf.train.SessionRunHook):
             time.sleep(0.005)
 
     def _loop(self, session, coord, op):
+        def traced_run(fetches, feed_dict=None):
+            return self._run(session, op.name, fetches, feed_dict)
         while not coord.should_stop():
-            with self._lock:
-                traced, generation = self._tracing, self._generation
-                self._in_flight += traced
-            options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if traced else None
-            metadata = tf.RunMetadata() if traced else None
             try:
                 if isinstance(op, Loop):
-                    op(session, options, metadata)
+                    op(session, traced_run)
                 else:
-                    session.run(op, options=options, run_metadata=metadata)
+                    traced_run(op)
             except (tf.errors.CancelledError, tf.errors.AbortedError, RuntimeError):
                 return  # the session was closed or recreated
             except tf.errors.OpError as e:
                 coord.request_stop(e)
                 return
-            if traced:
-                with self._lock:
-                    if generation == self._generation:  # else collected (or given up) already
-                        self._in_flight -= 1
-                        self._traces.append((op.name, metadata))
+
+    def _run(self, session, name, fetches, feed_dict):
+        """session.run, traced (and its trace kept under `name`) while tracing is on."""
+        with self._lock:
+            traced, generation = self._tracing, self._generation
+            self._in_flight += traced
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if traced else None
+        metadata = tf.RunMetadata() if traced else None
+        value = session.run(fetches, feed_dict=feed_dict, options=options,
+                            run_metadata=metadata)
+        if traced:
+            with self._lock:
+                if generation == self._generation:  # else collected (or given up) already
+                    self._in_flight -= 1
+                    self._traces.append((name, metadata))
+        return value

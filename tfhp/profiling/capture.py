@@ -29,8 +29,10 @@ def chrome_trace(run_metadata, show_memory=False):
         show_dataflow=True, show_memory=show_memory)
 
 
-def with_background(run_metadata, background):
-    """The step's RunMetadata with the traced background runs that overlap it in time.
+def with_background(run_metadata, background, until_micros=None):
+    """The step's RunMetadata with the traced background runs that overlap it in time (or the
+    time from its start to until_micros, when that is later than its end: the work a step
+    leaves beside it, such as priority pushes after a step that ends once they are queued).
 
     The runs of a hook's threads beside the step (`session_hooks.RunInLoops`: background
     pulls, the sync chief's updates) are not part of the step's run; merged, each of their
@@ -39,12 +41,14 @@ def with_background(run_metadata, background):
     Args:
       run_metadata: the step's `RunMetadata` (FULL_TRACE).
       background: [(loop op name, RunMetadata)].
+      until_micros: None, or the end of the window merged, in microseconds since the epoch.
     Returns:
       A new `RunMetadata`.
     """
     merged = tf.RunMetadata()
     merged.CopyFrom(run_metadata)
     start, end = _span(run_metadata)
+    end = max(end, until_micros or end)
     for name, metadata in background:
         other_start, other_end = _span(metadata)
         if other_end < start or other_start > end:

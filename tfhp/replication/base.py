@@ -12,7 +12,10 @@ Update = collections.namedtuple('Update', [
     'train_op',       # applies one step's update and increments global_step
     'post_init_ops',  # run once after variable initialisation or restore (copy tower 0 -> others)
     'hooks',          # SessionRunHooks every worker must install
-])
+    # None, or the global step the step makes once applied, where train_op ends before the
+    # apply (priority pushes): what a read of the global step after train_op stands for.
+    'step_made',
+], defaults=(None,))
 
 
 def map_values(grad, fn):

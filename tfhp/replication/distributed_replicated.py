@@ -134,8 +134,8 @@ class DistributedReplicated(base.VariableManager):
                 publish=self._downlink.publish if self._downlink else None,
                 tag=tag)
             if pipelined:
-                return base.Update(train_op=self._synced_after(update.train_op),
-                                   post_init_ops=[], hooks=list(update.hooks) + hooks)
+                return update._replace(train_op=self._synced_after(update.train_op),
+                                       hooks=list(update.hooks) + hooks)
             step_op, hooks = update.train_op, list(update.hooks) + hooks
         else:
             with tf.name_scope(scopes.APPLY):

@@ -61,17 +61,16 @@ class Sender(session_hooks.Loop):
         self._num_bytes = num_bytes
         self._tag = tag
 
-    def __call__(self, session, options, run_metadata):
+    def __call__(self, session, traced_run):
         # The choice is made as late as it can be: once there is room, by one sender at a
         # time. Two runs, since which push to run is known only once the dequeue returns;
-        # only the push, what crosses the link, is traced.
+        # only the push, what crosses the link, is traced (the dequeue waits for backprop).
         with self._credit.choosing:
             self._credit.wait_for_room()
             index, tag = session.run(self._dequeue)
             self._credit.add(self._num_bytes[index])
         try:
-            session.run(self._pushes[index], feed_dict={self._tag: tag}, options=options,
-                        run_metadata=run_metadata)
+            traced_run(self._pushes[index], feed_dict={self._tag: tag})
         finally:
             self._credit.add(-self._num_bytes[index])
 

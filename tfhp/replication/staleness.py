@@ -192,4 +192,4 @@ class Staleness(base.VariableManager):
         if self._join_after_step:
             hooks.append(JoinAfterStepHook(global_step, self._join_after_step,
                                            self._join_timeout_s))
-        return base.Update(update.train_op, update.post_init_ops, hooks)
+        return update._replace(hooks=hooks)

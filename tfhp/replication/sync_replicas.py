@@ -69,8 +69,9 @@ TOKEN_QUEUE = 'tfhp_sync_step_tokens'
 
 class _SyncHook(session_hooks.RunInLoops):
     """Session start-up of the protocol; then each of `loops` (the chief's update loop a-c,
-    background pulls' step 4) run over and over in a thread of its own; at the end, `drained`
-    waited for (background pulls: the last step's pulls)."""
+    background pulls' step 4, priority pushes' senders) run over and over in a thread of its
+    own; `drained` (background pulls: the last step's pulls) waited for by `settle` and at the
+    end."""
 
     def __init__(self, init_op, loops=(), drained=None, timeout_s=None):
         super().__init__(loops)
@@ -82,7 +83,9 @@ class _SyncHook(session_hooks.RunInLoops):
         session.run(self._init_op)
         self.start_loops(session, coord)
 
-    def end(self, session):
+    def settle(self, session):
+        """Waits, bounded, for `drained` (the last step's pulls; its apply too, where the
+        step ends before it)."""
         if self._drained is None:
             return
         deadline = time.monotonic() + self._timeout_s
@@ -93,6 +96,9 @@ class _SyncHook(session_hooks.RunInLoops):
                     ' (background pulls: the chief releases each variable once every worker '
                     'sent its gradient)' % self._timeout_s)
             time.sleep(0.01)
+
+    def end(self, session):
+        self.settle(session)
 
 
 def _accumulator(grad, var):
@@ -287,7 +293,9 @@ class SyncReplicas(base.PlacementDelegate):
             # 4. Wait for the step to be applied (or to have been applied without us): each
             # variable apart (pipelined), or all at once; or in the pulls' own loop.
             if background:
-                stepped_tokens = barriers.step_token_queue(step_device, TOKEN_QUEUE)
+                # Priority pushes end the step before its apply: nobody waits for the tokens.
+                stepped_tokens = (None if self._priority else
+                                  barriers.step_token_queue(step_device, TOKEN_QUEUE))
                 train_op, loop, drained, init = self._background(
                     applies + [count], tokens, stepped_tokens, grads_and_vars, step_read,
                     local_step, global_step, after_each)
@@ -316,7 +324,8 @@ class SyncReplicas(base.PlacementDelegate):
                                             stepped_tokens if background else None))
         hook = _SyncHook(tf.group(*init_ops, name='sync_replicas_init'), loops, drained,
                          self._timeout_s)
-        return base.Update(train_op=train_op, post_init_ops=[], hooks=[hook])
+        return base.Update(train_op=train_op, post_init_ops=[], hooks=[hook],
+                           step_made=step_read + 1 if self._priority else None)
 
     def _background(self, sent, tokens, stepped_tokens, grads_and_vars, tag, local_step,
                     global_step, after_each):
@@ -324,17 +333,24 @@ class SyncReplicas(base.PlacementDelegate):
         step's pulls are in, an init op).
 
         The step ends once the global step has moved past `tag` (a token of the chief's), so a
-        read after it sees the step this one made, as the whole step's does. The loop takes
+        read after it sees the step this one made, as the whole step's does; with priority
+        pushes (stepped_tokens None) once its gradients are queued for the senders, so the
+        next forward pass starts on the first layers while the later ones are still pushed
+        (the `Update`'s step_made stands for the global step it makes). The loop takes
         each variable's token newer than local_step (the step the copies hold), runs
-        after_each, and moves local_step; the pulls are in once it passed the step last sent.
+        after_each, and moves local_step; the pulls are in once it passed the step last sent
+        (and, with priority pushes, the step was applied).
         """
         with tf.device(self._worker_device):
             pushed = tf.Variable(tf.constant(0, tf.int64), trainable=False,
                                  collections=[tf.GraphKeys.LOCAL_VARIABLES],
                                  name='sync_pushed_step')
-        with tf.control_dependencies(sent):
-            stepped = barriers.dequeue_newer_than(stepped_tokens, tag)
-        step_op = tf.group(stepped, pushed.assign(tag))
+        if stepped_tokens is None:
+            step_op = tf.group(*sent, pushed.assign(tag))
+        else:
+            with tf.control_dependencies(sent):
+                stepped = barriers.dequeue_newer_than(stepped_tokens, tag)
+            step_op = tf.group(stepped, pushed.assign(tag))
         done, new_step = _await_each(None, tokens, grads_and_vars, local_step.read_value(),
                                      after_each)
         with tf.control_dependencies(done):
