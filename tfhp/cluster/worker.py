@@ -235,9 +235,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
         raise
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
     dog.phase('settling the last step (its background pulls)', cluster.step_timeout_s)
-    for hook in hooks:
-        if isinstance(hook, session_hooks.RunInLoops):
-            hook.settle(sess)
+    _settle(sess, hooks)
     dog.phase('reading the final figures', cluster.peer_timeout_s)
     final = sess.run(graph.final, options=timeout)
     dog.phase('closing the session (the chief writes its last checkpoint)',
@@ -361,6 +359,9 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
         session_lib.run_steps(sess, fetch, run_cfg.num_warmup_batches, built.images_per_step,
                               run=_step_runner(sess, cluster, dog, 'warm-up step'),
                               on_step=noted(lambda value: progress.after_warm_step(value[1])))
+    # The warm-up's work beside the steps (priority pushes: the pushes of its last step, the
+    # first to run each push op) is done before the timed steps start.
+    _settle(sess, built.ops.hooks)
     # The manager's counts so far, so that the result splits them into warm-up and timed.
     warm_counters = counts.values(sess.run(graph.final['counters'], options=timeout))
 
@@ -386,6 +387,13 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
         first_loss=progress.first_loss, last_loss=progress.last_loss)
 
 
+def _settle(sess, hooks):
+    """Waits for the work beside the steps run so far (`RunInLoops.settle`)."""
+    for hook in hooks:
+        if isinstance(hook, session_hooks.RunInLoops):
+            hook.settle(sess)
+
+
 def _tracing(cfg, log, hooks, sess):
     """run_steps' trace_step and on_trace for --trace_file: every worker runs timed step
     --trace_step traced (an extra, untimed step, so that the workers of a synchronous job still
@@ -409,8 +417,7 @@ def _tracing(cfg, log, hooks, sess):
     loops = [h for h in hooks if isinstance(h, session_hooks.RunInLoops)]
 
     def on_trace(step, run_metadata):
-        for hook in loops:
-            hook.settle(sess)
+        _settle(sess, loops)
         settled_micros = time.time() * 1e6
         # Runs still in flight get as long again as the step took: a step's last pulls end
         # soon after it, while the chief's next update waits for the next step.
