@@ -163,6 +163,18 @@ def test_the_first_and_the_last_timed_loss_are_kept():
     assert isinstance(p.first_loss, float)
 
 
+def test_the_last_timed_step_ends_when_its_work_beside_it_is_settled():
+    p = Worker([0, 3, 0], [], common_end=True, num_warmup=0).progress
+    p.settled()  # no timed step: nothing to move
+    assert p.end_times == []
+    assert p.start_timed()  # the clock reads 1000
+    for step in (1, 2):
+        p.after_timed_step(np.array([step, 3, 0], dtype=np.int64))
+    assert p.end_times == [1001.0, 1002.0]
+    p.settled()  # priority pushes: its pushes went on after its run
+    assert p.end_times == [1001.0, 1003.0] and p.global_steps == [1, 2]
+
+
 @pytest.mark.parametrize('common_end, limit', [(True, None), (False, 10)])
 def test_the_timed_limit_is_the_end_step_s_for_synchronous_workers(common_end, limit):
     assert Worker([0, 13, 0], [], common_end).progress.timed_limit == limit

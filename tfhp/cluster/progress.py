@@ -118,6 +118,12 @@ class JobProgress:
             self.first_step_time = self.end_times[-1]
         return not self.more(len(self.end_times), self.timed_limit)
 
+    def settled(self):
+        """The last timed step ends now: once the work it left beside it (priority pushes:
+        its pushes and applies) is done, or the timed window would leave that out."""
+        if self.end_times:
+            self.end_times[-1] = self._clock()
+
 
 @dataclasses.dataclass(frozen=True)
 class LoopOutcome:

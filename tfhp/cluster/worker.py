@@ -377,6 +377,8 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
             run=_step_runner(sess, cluster, dog, 'step'),
             on_step=noted(lambda value: progress.after_timed_step(value[1], loss=value[2])),
             **_tracing(cfg, log, built.ops.hooks, sess))
+        _settle(sess, built.ops.hooks)
+        progress.settled()
     if progress.stopped:
         events.note('the job stopped at global step %d' % progress.step)
     return progress_lib.LoopOutcome(
