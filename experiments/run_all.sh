@@ -35,6 +35,7 @@ done
 # Emulated links need root and iproute2 (the script says so and exits 2 without them).
 run links python -m experiments.links_study --repeats=2 --result_file="$OUT/links.jsonl" $(plot links)
 run links_buckets python -m experiments.links_study --studies=modes --modes=all_reduce_one_pack,all_reduce_buckets --modes_model=resnet20@emulated --emulated_compute=tests/data/resnet20_profile.json --modes_rate=60mbit --modes_workers=2,4 --repeats=3 --result_file="$OUT/links_buckets.jsonl" $(plot links_buckets)
+run links_priority python -m experiments.links_study --studies=saturation --emulated_compute=tests/data/alexnet_profile.json --models=alexnet@emulated --saturation_transfers="background pulls","background window","background priority" --rates=370mbit --num_ps=1 --workers=1,2 --repeats=3 --result_file="$OUT/links_priority.jsonl" $(plot links_priority)
 run bucket_timeline python -m experiments.bucket_timeline --rate=60mbit --result_file="$OUT/bucket_timeline.jsonl" $(plot bucket_timeline)
 run chaos python -m experiments.chaos --result_file="$OUT/chaos.jsonl" $(plot chaos)  # 20 minutes
 # The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
