@@ -18,7 +18,7 @@ def _run(tmp_path, *args):
     return summary
 
 
-def test_pipelined_chunks_background_pulls_and_priority_pushes_train_as_the_whole_step_does(tmp_path):
+def test_pipelined_background_pulls_and_priority_pushes_train_as_the_whole_step_does(tmp_path):
     whole = _run(tmp_path)
     # 4 MiB chunks: the vector travels as 4 masters spread over the 2 ps tasks.
     pipelined = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20))

@@ -129,7 +129,8 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
         for device in topology.variable_devices:
             with tf.device(device):
                 copies.append(tf.identity(progress))
-        return _WorkerGraph(built=built, train_op=train_op, control=ctl.read_after(train_op, built.ops.step_made),
+        return _WorkerGraph(built=built, train_op=train_op,
+                            control=ctl.read_after(train_op, built.ops.step_made),
                             read_control=ctl.read(),
                             end_after={m: ctl.end_after(m) for m in end_margins},
                             end_at_target=(ctl.end_at(cfg.run.target_global_step)

@@ -12,8 +12,10 @@ way has room (`--ps_pipeline_window`), the first index of the queue, whichever g
 ready, and push that buffer to its accumulator, tagged with the step; so a first layer's
 gradient passes the later layers' chunks still waiting.
 
-A buffer is overwritten only by the next step's gradient, which backprop makes after the step
-ended, i.e. after the chief applied every push of this one.
+The step ends once its gradients are queued (`SyncReplicas`), so the next forward pass starts on
+the first layers while the later chunks still travel. A buffer is overwritten only by the next
+step's gradient, which backprop makes after that step's forward pass read every variable, each
+read waiting for its variable's pull of this step: after every push of this one was applied.
 """
 import threading
 

@@ -28,11 +28,18 @@ Pipelined (`per_variable`): each variable has its own token queue (on its ps tas
 applies each variable as soon as its accumulator holds its gradients (an optimizer per
 variable, so one variable's apply waits for no other's) and enqueues that variable's tokens at
 once; the global step is incremented once every variable is applied. A replica sends its
-gradients in turn (one at a time, or a window of bytes at once), last variable first (the order backprop makes them; sent all at
-once they would share the link and all arrive at the end), waits for each variable's token
+gradients in turn (one at a time, or a window of bytes at once), last variable first (the order
+backprop makes them; sent all at once they would share the link and all arrive at the end),
+waits for each variable's token
 apart, and `apply_worker_gradients(after_each=...)` runs what depends on one variable (its
 refresh) as soon as that variable's token is there: the pulls of variables already applied
 overlap the pushes still on the wire, both directions of each link busy at once.
+
+Priority pushes (`priority`, with background pulls): the gradients leave in forward order
+among those made, from sender threads of the worker (`tfhp.replication.priority_pushes`), and
+the step ends once they are queued, before the chief applies it; the next step's reads still
+wait for their own variables' pulls of it, and `Update.step_made` stands for the global step it
+makes.
 
 Staged reads (`--staged_vars`, a `ParameterServer(staged_vars=True)` placement): each worker's
 towers compute on the weights its staging areas (on its own devices: a worker-side copy of the
@@ -132,7 +139,8 @@ def _num_bytes(var):
 def _window_gate(sent, size, window_bytes):
     """The apply a push of `size` bytes waits for: the latest of `sent` ([(apply, bytes)] to
     the same ps task, in order) whose bytes, with those sent after it and this push's, would
-    exceed window_bytes; None when every push sent fits (0: the last one, one at a time)."""
+    exceed window_bytes; None when every push sent fits (0: the last one, one at a time).
+    Bytes are the variables' (a compressed gradient counts as its variable's)."""
     in_flight = size
     for apply, num_bytes in reversed(sent):
         in_flight += num_bytes
