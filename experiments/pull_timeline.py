@@ -44,8 +44,9 @@ def measure(transfer, trace_dir):
     step_ms = run.results[('worker', 0)].get('step_time_ms') or {}
     record = dict(label=transfer, model=FLAGS.model, rate=FLAGS.rate,
                   num_workers=FLAGS.num_workers, timed_step_ms_p50=step_ms.get('p50'),
-                  # From the step's first op to its last push: its compute and sends.
-                  traced_step_ms=max(end for _, end in step) - min(s for s, _ in step),
+                  # From the step's first op (the rows' 0) to its last push: its compute and
+                  # sends; the step before's pushes may run into it (priority pushes).
+                  traced_step_ms=max(end for _, end in step),
                   pushes=len(rows[push_pull.PUSH]), pulls=len(rows[push_pull.PULL]))
     return record, rows
 
