@@ -41,10 +41,15 @@ def fit(points):
     return intercept, slope, 1.0 - residual / total if total else 1.0
 
 
+def _transfer(record):
+    """A saturation record's transfer (records from before the option: in turn)."""
+    return record.get('transfer', link_jobs.IN_TURN)
+
+
 def _subject(record):
     """The model of a saturation record, its transfer unless the default (in turn), and the
     TCP congestion control where the record says it (since the option exists)."""
-    transfer = record.get('transfer', link_jobs.IN_TURN)
+    transfer = _transfer(record)
     parts = [record['model']] + ([transfer] if transfer != link_jobs.IN_TURN else []) + (
         ['TCP ' + record['congestion_control']] if record.get('congestion_control') else [])
     return ', '.join(parts)
@@ -239,11 +244,11 @@ def plot_saturation(records, path, caption=None):
     the in-turn estimate dashed, the per-direction bound dotted (black beside several
     transfers: the estimates are the model's and the rate's, not a transfer's)."""
     def line(r):
-        return r.get('transfer', link_jobs.IN_TURN), r['num_ps']
+        return _transfer(r), r['num_ps']
     lines = list(common.grouped(records, line))  # a colour each, the same in every panel
     panels = []
     for (model, rate), group in common.grouped(records, lambda r: (_panel(r), r['rate'])).items():
-        transfers = common.grouped(group, lambda r: r.get('transfer', link_jobs.IN_TURN))
+        transfers = {_transfer(r) for r in group}
         series, estimated = [], set()
         for (transfer, k), rows in common.grouped(group, line).items():
             xs = [r['num_workers'] for r in rows]

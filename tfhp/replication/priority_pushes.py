@@ -109,7 +109,7 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
                 queues[task] = tf.PriorityQueue(-1, [tf.int64], shapes=[[]],
                                                 name='queue_%d' % len(queues))
                 pushes[task], num_bytes[task] = {}, {}
-            buffers, copies = [], []
+            buffers, copies, size = [], [], 0
             for part in tf.nest.flatten(grad):
                 if not part.shape.is_fully_defined():
                     raise ValueError('priority pushes buffer gradients of fixed shapes; %s '
@@ -118,12 +118,12 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
                                            collections=[tf.GraphKeys.LOCAL_VARIABLES],
                                            name='buffer'))
                 copies.append(buffers[-1].assign(part, read_value=False))
+                size += part.shape.num_elements() * part.dtype.size
             with tf.control_dependencies(copies):
                 queued.append(queues[task].enqueue((tf.constant(i, tf.int64), tag)))
             payload = tf.nest.pack_sequence_as(grad, [b.read_value() for b in buffers])
         pushes[task][i] = push(i, payload, tag_feed)
-        num_bytes[task][i] = sum(part.shape.num_elements() * part.dtype.size
-                                 for part in tf.nest.flatten(grad))
+        num_bytes[task][i] = size
     senders = []
     for k, (task, queue) in enumerate(queues.items()):
         with tf.device(worker_device):
