@@ -75,6 +75,44 @@ TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
              PRIORITY: presets.LINKS['background_priority'].args()}
 
 
+def transfer_args(spec):
+    """The tfhp flags of a transfer `spec`: a TRANSFERS key, or a pipelined one's key and its
+    chunk and window sizes, 'NAME@CHUNK[/WINDOW]' in tc sizes (e.g. 'background
+    priority@256k/256k': --ps_pipeline_bytes=262144 --ps_pipeline_window=262144). A window worth
+    a few milliseconds of the link keeps a priority push's wait short, so the best sizes
+    depend on the rate.
+
+    Raises:
+      ValueError: the spec names no transfer, gives sizes to one that sends no chunks, or a
+        size that is not one; the message names the spec.
+    """
+    name, at, sizes = spec.partition('@')
+    if name not in TRANSFERS:
+        raise ValueError('transfer %r: unknown; choose from %s' % (spec, ', '.join(TRANSFERS)))
+    args = list(TRANSFERS[name])
+    if not at:
+        return args
+    if plan.flag_value(args, 'ps_pipeline_bytes') is None:
+        raise ValueError('transfer %r: %r sends no chunks to size' % (spec, name))
+    chunk, slash, window = sizes.partition('/')
+    try:
+        args.append('--ps_pipeline_bytes=%d' % links.parse_size(chunk))
+        if slash:
+            args.append('--ps_pipeline_window=%d' % links.parse_size(window))
+    except ValueError as e:
+        raise ValueError('transfer %r: %s' % (spec, e)) from None
+    return args
+
+
+def transfer_label(spec):
+    """A transfer spec (`transfer_args`) as a figure names it: 'NAME, CHUNK chunks, WINDOW
+    window'."""
+    name, _, sizes = spec.partition('@')
+    chunk, slash, window = sizes.partition('/')
+    return ', '.join([name] + (['%s chunks' % chunk] if chunk else []) +
+                     (['%s window' % window] if slash else []))
+
+
 def job_args(model, steps, warmup_steps, extra=()):
     """The tfhp flags of a job of `model` (a MODELS key) with its timed and warm-up steps;
     `extra` may name another --variable_update (default parameter_server, partitioned)."""

@@ -42,8 +42,9 @@ def fit(points):
 
 
 def _transfer(record):
-    """A saturation record's transfer (records from before the option: in turn)."""
-    return record.get('transfer', link_jobs.IN_TURN)
+    """A saturation record's transfer as figures name it (records from before the option: in
+    turn)."""
+    return link_jobs.transfer_label(record.get('transfer', link_jobs.IN_TURN))
 
 
 def _subject(record):

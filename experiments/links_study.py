@@ -75,11 +75,13 @@ def define_flags():
     flags.DEFINE_list('saturation_transfers', [link_jobs.IN_TURN], 'saturation: how workers '
                       'reach the ps tasks: "%s" (parameter_server: variables down, then '
                       'gradients up), "%s" (distributed_replicated, --ps_pipeline_bytes=%d: '
-                      'each chunk pulled once applied, while later ones are pushed) or "%s" '
+                      'each chunk pulled once applied, while later ones are pushed), "%s" '
                       '(the same with --ps_background_pulls: the next forward pass starts on '
-                      'the chunks already back).'
+                      'the chunks already back), "%s", "%s"; a pipelined one may end in '
+                      '@CHUNK/WINDOW, tc sizes of its chunks and window, e.g. "%s@256k/256k".'
                       % (link_jobs.IN_TURN, link_jobs.PIPELINED, presets.PIPELINE_BYTES,
-                         link_jobs.BACKGROUND))
+                         link_jobs.BACKGROUND, link_jobs.WINDOW, link_jobs.PRIORITY,
+                         link_jobs.PRIORITY))
     link_flags.define()
     flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records (of '
                       'several runs: a panel per model, transfer and rate) and run nothing.')
@@ -114,12 +116,12 @@ def _row(labels, num_ps, num_workers, args, rate, link_options):
 
 def saturation_rows(models, rates, num_ps, workers, steps, warmup_steps,
                     transfers=(link_jobs.IN_TURN,), link_options=None):
-    """Measurements (seed -> record): every model x transfer (`link_jobs.TRANSFERS` keys) x
+    """Measurements (seed -> record): every model x transfer (`link_jobs.transfer_args` specs) x
     rate x ps count x worker count, on links that behave as `link_options` says (None: the
     defaults; so for every study)."""
     return [_row({'study': 'saturation', 'model': model, 'transfer': transfer,
                   'label': '%s %s, %s, %d ps' % (model, rate, transfer, k)}, k, w,
-                 link_jobs.job_args(model, steps, warmup_steps, link_jobs.TRANSFERS[transfer]),
+                 link_jobs.job_args(model, steps, warmup_steps, link_jobs.transfer_args(transfer)),
                  rate, link_options)
             for model in models for transfer in transfers for rate in rates for k in num_ps
             for w in workers]
@@ -241,7 +243,11 @@ def _check_flags():
     common.check_choices('models', FLAGS.models + [FLAGS.modes_model, FLAGS.precision_model,
                                                    FLAGS.backup_model], link_jobs.MODELS)
     common.check_choices('modes', FLAGS.modes, presets.LINKS)
-    common.check_choices('saturation_transfers', FLAGS.saturation_transfers, link_jobs.TRANSFERS)
+    for spec in FLAGS.saturation_transfers:
+        try:
+            link_jobs.transfer_args(spec)
+        except ValueError as e:
+            raise app.UsageError('--saturation_transfers: %s' % e) from None
     common.check_choices('precision_updates', FLAGS.precision_updates, BETWEEN_GRAPH)
     common.check_choices('precision_schemes', FLAGS.precision_schemes,
                          ('float32',) + compression.names()[1:])

@@ -14,8 +14,10 @@ line per transfer (its traced step and its timed steps' median) to --result_file
       --emulated_compute=tests/data/resnet20_profile.json --plot=pull_timeline_resnet20.png
 """
 import os
+import re
 import tempfile
 
+from absl import app
 from absl import flags
 
 from experiments import common
@@ -31,9 +33,9 @@ FLAGS = flags.FLAGS
 
 def measure(transfer, trace_dir):
     """Runs one traced job; returns its record and its traced step's rows."""
-    trace = os.path.join(trace_dir, '%s.json' % transfer.replace(' ', '_'))
+    trace = os.path.join(trace_dir, '%s.json' % re.sub(r'\W+', '_', transfer))
     args = link_jobs.job_args(FLAGS.model, FLAGS.steps, FLAGS.warmup_steps,
-                              link_jobs.TRANSFERS[transfer]) + [
+                              link_jobs.transfer_args(transfer)) + [
                                   '--trace_file=' + trace, '--trace_step=%d' % FLAGS.trace_step]
     run = common.run_cluster(1, FLAGS.num_workers, args, link_bandwidth=FLAGS.rate)
     if run.error:
@@ -42,7 +44,7 @@ def measure(transfer, trace_dir):
     step = [span for row in (push_pull.FORWARD, push_pull.BACKWARD, push_pull.PUSH)
             for span in rows[row]]
     step_ms = run.results[('worker', 0)].get('step_time_ms') or {}
-    record = dict(label=transfer, model=FLAGS.model, rate=FLAGS.rate,
+    record = dict(label=link_jobs.transfer_label(transfer), model=FLAGS.model, rate=FLAGS.rate,
                   num_workers=FLAGS.num_workers, timed_step_ms_p50=step_ms.get('p50'),
                   # From the step's first op (the rows' 0) to its last push: its compute and
                   # sends; the step before's pushes may run into it (priority pushes).
@@ -59,7 +61,11 @@ def panel_title(record):
 
 def study():
     """Runs a traced job of each transfer, writes their records, draws --plot (and its SVG)."""
-    common.check_choices('transfers', FLAGS.transfers, link_jobs.TRANSFERS)
+    for spec in FLAGS.transfers:
+        try:
+            link_jobs.transfer_args(spec)
+        except ValueError as e:
+            raise app.UsageError('--transfers: %s' % e) from None
     if FLAGS.emulated_compute:
         FLAGS.model = link_jobs.add_emulated(FLAGS.emulated_compute)
     with tempfile.TemporaryDirectory() as temporary:
@@ -89,7 +95,8 @@ if __name__ == '__main__':
                         'in place of --model.')
     flags.DEFINE_integer('num_workers', 1, 'Workers of each job.')
     flags.DEFINE_list('transfers', [link_jobs.PIPELINED, link_jobs.BACKGROUND], 'The transfers '
-                      'traced, a panel each (experiments.link_jobs.TRANSFERS).')
+                      'traced, a panel each (experiments.link_jobs.transfer_args: a TRANSFERS key, '
+                      'a pipelined one with @CHUNK/WINDOW).')
     flags.DEFINE_integer('trace_step', 5, 'The timed step the chief traces.')
     flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<transfer>.json and its '
                         '.runmeta.pb); default: a temporary directory.')

@@ -93,6 +93,27 @@ def test_a_profile_adds_its_emulated_model(monkeypatch):
         '--emulated_compute=' + path, '--model=resnet20', '--data_name=cifar10']
 
 
+def test_a_transfer_spec_sizes_a_pipelined_transfers_chunks_and_window():
+    priority = link_jobs.PRIORITY + '@256k/128k'
+    args = link_jobs.transfer_args(priority)
+    assert args[:-2] == link_jobs.TRANSFERS[link_jobs.PRIORITY]
+    assert args[-2:] == ['--ps_pipeline_bytes=262144', '--ps_pipeline_window=131072']
+    assert link_jobs.transfer_args(link_jobs.PIPELINED + '@1m')[-1] == (
+        '--ps_pipeline_bytes=1048576')
+    assert link_jobs.transfer_label(priority) == (
+        'background priority, 256k chunks, 128k window')
+    assert link_jobs.transfer_label(link_jobs.IN_TURN) == 'in turn'
+    for spec, names in (('in turn@256k', "'in turn' sends no chunks"), ('pipelined@lots', 'lots'),
+                        ('pipelines', 'unknown')):
+        with pytest.raises(ValueError, match=names):
+            link_jobs.transfer_args(spec)
+    [row] = links_study.saturation_rows(['null_dense'], ['1gbit'], [1], [2], 2, 1,
+                                        transfers=[priority])
+    assert row.args[3][-2:] == args[-2:]
+    assert links_report._subject(row.args[0]) == (
+        'null_dense, background priority, 256k chunks, 128k window')
+
+
 def test_rows_and_plot_paths():
     assert len(links_study.saturation_rows(['trivial'], ['1gbit', 'loopback'], [1, 2], [1, 2, 4],
                                            2, 1)) == 12
