@@ -92,14 +92,10 @@ def _parse(argv):
         parser.error('--max_restarts must be >= 0')
     if args.ps_link_bandwidth and not args.link_bandwidth:
         parser.error('--ps_link_bandwidth needs --link_bandwidth')
-    if args.link_queue and not args.link_bandwidth:
-        parser.error('--link_queue needs --link_bandwidth')
-    if args.link_rto_min_ms is not None and not args.link_bandwidth:
-        parser.error('--link_rto_min_ms needs --link_bandwidth')
-    if args.link_port_buffer is not None and not args.link_bandwidth:
-        parser.error('--link_port_buffer needs --link_bandwidth')
-    if args.link_congestion_control is not None and not args.link_bandwidth:
-        parser.error('--link_congestion_control needs --link_bandwidth')
+    for option in ('link_queue', 'link_rto_min_ms', 'link_port_buffer',
+                   'link_congestion_control'):
+        if getattr(args, option) is not None and not args.link_bandwidth:
+            parser.error('--%s needs --link_bandwidth' % option)
     try:
         args.link_options = links.LinkOptions(
             host_queue=args.link_queue or 'fair', rto_min_ms=args.link_rto_min_ms,
