@@ -230,6 +230,27 @@ def _port_limit_bytes(network, task):
     return options['lat'] * 1e-6 * options['rate'] + options['burst']
 
 
+def _upload_queues(network, task):
+    """(the bytes the task's upload tbf queues beyond its bucket, [each peer queue's bytes])."""
+    out = subprocess.run(['tc', '-n', network.namespace(task), '-j', 'qdisc', 'show', 'dev',
+                          'eth0'], capture_output=True, text=True, check=True)
+    qdiscs = json.loads(out.stdout)
+    tbf, = [q['options'] for q in qdiscs if q['kind'] == 'tbf']
+    return tbf['lat'] * 1e-6 * tbf['rate'], [q['options']['limit'] for q in qdiscs
+                                             if q['kind'] == 'bfifo']
+
+
+def test_a_slow_hosts_upload_queues_hold_what_tcp_may_put_there(links_available):
+    ps = ('ps', 0)
+    # 20 ms of 60 Mbit/s is 150 KB, less than two connections' two GSO packets each.
+    with links.EmulatedNetwork([ps, ('worker', 0)], rate_bps=6e7) as network:
+        tbf, peers = _upload_queues(network, ps)
+        assert tbf == pytest.approx(links.MIN_HOST_QUEUE_BYTES, rel=0.01)
+        assert peers == [links.MIN_HOST_QUEUE_BYTES] * 2  # the worker's queue and ARP's
+        network.set_rate(ps, 1e9)  # 20 ms of 1 Gbit/s (2.5 MB) is more than the floor
+        assert _upload_queues(network, ps)[0] == pytest.approx(2.5e6, rel=0.01)
+
+
 def test_link_options_floor_the_timeouts_and_size_the_ports(links_available):
     ps, w0 = ('ps', 0), ('worker', 0)
     options = links.LinkOptions(rto_min_ms=10, port_buffer_bytes=1310720)

@@ -9,8 +9,8 @@ bridge by a veth pair that a token bucket (`tc qdisc ... tbf`) shapes in both di
     eth0 egress: tbf = task's upload     t<k> egress: tbf = task's download
 
 Traffic from task k to task j is bound by k's upload and j's download, like two machines on one
-switch. Without `netem`, links add no latency beyond the tbf queues (20 ms of the rate each, or
-the port buffer's bytes).
+switch. Without `netem`, links add no latency beyond the tbf queues (20 ms of the rate each, a host's
+at least `MIN_HOST_QUEUE_BYTES`, or the port buffer's bytes).
 
 How a task's upload queues what waits for the link (`host_queue`):
   fair  a queue per peer, served in turn (an htb of one class per peer under the tbf; htb serves
@@ -99,6 +99,12 @@ _SIZE = re.compile(r'^\s*(\d+(?:\.\d*)?)\s*([a-z]*)\s*$', re.IGNORECASE)
 # A 64 KiB GSO packet counts as its 45 frames and their headers (qdisc_pkt_len): a port that
 # cannot hold one drops it every time.
 MIN_PORT_BUFFER_BYTES = 70000
+# A host's upload queue holds at least what TCP small queues lets the connections to one peer
+# put in it, two GSO packets each, and there are two (each task opens one to the other): below
+# that, the host dropped its own packets. resnet20 at 60 Mbit/s (20 ms: 150 KB) lost 80-960
+# a job and resent as many (docs/results.md). A NIC's queue is deeper still: a txqueuelen of
+# 1000 packets.
+MIN_HOST_QUEUE_BYTES = 4 * MIN_PORT_BUFFER_BYTES
 _RATE = re.compile(r'^\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*([a-z]*)\s*$', re.IGNORECASE)
 
 
@@ -196,10 +202,12 @@ def _must(argv):
     return result.stdout
 
 
-def _tbf(namespace, device, rate_bps, verb='add', limit_bytes=None):
-    """tc's command for a token bucket of the rate whose queue holds `limit_bytes`, or
-    `_LATENCY` of the rate (None)."""
+def _tbf(namespace, device, rate_bps, verb='add', limit_bytes=None, floor_bytes=0):
+    """tc's command for a token bucket of the rate whose queue holds `limit_bytes`, or (None)
+    `_LATENCY` of the rate and at least `floor_bytes`."""
     burst = max(_MIN_BURST_BYTES, int(rate_bps * _BURST_S / 8))
+    if limit_bytes is None and rate_bps * _LATENCY_S / 8 < floor_bytes:
+        limit_bytes = floor_bytes + burst  # as `latency` counts: the queue and the bucket
     # Handle 1: lets the fair queue attach under it (a change keeps the handle).
     handle = ['handle', '1:'] if verb == 'add' else []
     bound = ['limit', str(limit_bytes)] if limit_bytes else ['latency', _LATENCY]
@@ -215,11 +223,11 @@ def _fair_queue(namespace, device, rate_bps, peer_ips):
     borrow up to all of it: htb serves classes under their guarantee first, then lends the rest
     in turn. A guarantee, not only turns, because a TCP flow paces itself (BBR, the default
     here, does): a flow that started while another held the link sends too little to keep its
-    queue full, and turns alone left it 8-25% of the link. Each queue holds at most tbf's own
-    bound (`_LATENCY` of the rate).
+    queue full, and turns alone left it 8-25% of the link. Each queue holds as much as the
+    upload's tbf: `_LATENCY` of the rate, at least `MIN_HOST_QUEUE_BYTES`.
     """
     tc = ['tc', '-n', namespace]
-    limit = str(max(_MIN_BURST_BYTES, int(rate_bps * _LATENCY_S / 8)))
+    limit = str(max(MIN_HOST_QUEUE_BYTES, int(rate_bps * _LATENCY_S / 8)))
     share = '%dbit' % (rate_bps / (len(peer_ips) + 1))
     rate = ['%dbit' % rate_bps, 'burst', _HTB_BURST, 'cburst', _HTB_BURST]
     argv = [tc + ['qdisc', 'add', 'dev', device, 'parent', '1:1', 'handle', '10:', 'htb',
@@ -477,7 +485,8 @@ class EmulatedNetwork:
                 route = _must(['ip', '-n', namespace, 'route', 'show', 'dev', 'eth0']).split()
                 _must(['ip', '-n', namespace, 'route', 'replace'] + route + [
                     'dev', 'eth0', 'rto_min', '%dms' % self.options.rto_min_ms])
-            _must(_tbf(namespace, 'eth0', rates[task]))  # the task's upload
+            _must(_tbf(namespace, 'eth0', rates[task],  # the task's upload
+                       floor_bytes=MIN_HOST_QUEUE_BYTES))
             if self.options.host_queue == 'fair':
                 peers = [self._ips[t] for t in self.tasks if t != task]
                 for argv in _fair_queue(namespace, 'eth0', rates[task], peers):
@@ -518,7 +527,8 @@ class EmulatedNetwork:
         if rate_bps < MIN_RATE_BPS:
             raise ValueError('the link of %s %d cannot be %g bit/s; emulated links need at '
                              'least %g (1mbit)' % (task + (rate_bps, MIN_RATE_BPS)))
-        _must(_tbf(self.namespace(task), 'eth0', rate_bps, 'change'))
+        _must(_tbf(self.namespace(task), 'eth0', rate_bps, 'change',
+                   floor_bytes=MIN_HOST_QUEUE_BYTES))
         _must(_tbf(self._hub, self._ports[task], rate_bps, 'change',
                    self.options.port_buffer_bytes))
         self._rates[task] = rate_bps
