@@ -36,6 +36,8 @@ done
 run links python -m experiments.links_study --repeats=2 --result_file="$OUT/links.jsonl" $(plot links)
 run links_buckets python -m experiments.links_study --studies=modes --modes=all_reduce_one_pack,all_reduce_buckets --modes_model=resnet20@emulated --emulated_compute=tests/data/resnet20_profile.json --modes_rate=60mbit --modes_workers=2,4 --repeats=3 --result_file="$OUT/links_buckets.jsonl" $(plot links_buckets)
 run links_priority python -m experiments.links_study --studies=saturation --emulated_compute=tests/data/alexnet_profile.json --models=alexnet@emulated --saturation_transfers="background pulls","background window","background priority" --rates=370mbit --num_ps=1 --workers=1,2 --repeats=3 --result_file="$OUT/links_priority.jsonl" $(plot links_priority)
+run links_sizes python -m experiments.links_study --studies=saturation --emulated_compute=tests/data/resnet20_profile.json --models=resnet20@emulated --saturation_transfers="background priority","background priority@128k/128k" --rates=60mbit --num_ps=1 --workers=1,2 --repeats=3 --result_file="$OUT/links_sizes.jsonl" $(plot links_sizes)
+run links_ring_300mbit python -m experiments.links_study --studies=modes --modes=all_reduce,all_reduce_subdivs4 --modes_workers=2,4,6 --modes_rate=300mbit --repeats=3 --result_file="$OUT/links_ring_300mbit.jsonl" $(plot links_ring_300mbit)
 run bucket_timeline python -m experiments.bucket_timeline --rate=60mbit --result_file="$OUT/bucket_timeline.jsonl" $(plot bucket_timeline)
 run chaos python -m experiments.chaos --result_file="$OUT/chaos.jsonl" $(plot chaos)  # 20 minutes
 # The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
