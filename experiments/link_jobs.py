@@ -17,6 +17,8 @@ token-bucket-shaped NIC, or on loopback) and returns its record:
 """
 import statistics
 
+from absl import app
+
 from experiments import common
 from experiments import link_flags
 from experiments import presets
@@ -102,6 +104,16 @@ def transfer_args(spec):
     except ValueError as e:
         raise ValueError('transfer %r: %s' % (spec, e)) from None
     return args
+
+
+def check_transfers(flag, specs):
+    """Raises app.UsageError naming --flag and the spec unless each of `specs` is one
+    (`transfer_args`)."""
+    for spec in specs:
+        try:
+            transfer_args(spec)
+        except ValueError as e:
+            raise app.UsageError('--%s: %s' % (flag, e)) from None
 
 
 def transfer_label(spec):

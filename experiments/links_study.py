@@ -243,11 +243,7 @@ def _check_flags():
     common.check_choices('models', FLAGS.models + [FLAGS.modes_model, FLAGS.precision_model,
                                                    FLAGS.backup_model], link_jobs.MODELS)
     common.check_choices('modes', FLAGS.modes, presets.LINKS)
-    for spec in FLAGS.saturation_transfers:
-        try:
-            link_jobs.transfer_args(spec)
-        except ValueError as e:
-            raise app.UsageError('--saturation_transfers: %s' % e) from None
+    link_jobs.check_transfers('saturation_transfers', FLAGS.saturation_transfers)
     common.check_choices('precision_updates', FLAGS.precision_updates, BETWEEN_GRAPH)
     common.check_choices('precision_schemes', FLAGS.precision_schemes,
                          ('float32',) + compression.names()[1:])

@@ -17,7 +17,6 @@ import os
 import re
 import tempfile
 
-from absl import app
 from absl import flags
 
 from experiments import common
@@ -61,11 +60,7 @@ def panel_title(record):
 
 def study():
     """Runs a traced job of each transfer, writes their records, draws --plot (and its SVG)."""
-    for spec in FLAGS.transfers:
-        try:
-            link_jobs.transfer_args(spec)
-        except ValueError as e:
-            raise app.UsageError('--transfers: %s' % e) from None
+    link_jobs.check_transfers('transfers', FLAGS.transfers)
     if FLAGS.emulated_compute:
         FLAGS.model = link_jobs.add_emulated(FLAGS.emulated_compute)
     with tempfile.TemporaryDirectory() as temporary:

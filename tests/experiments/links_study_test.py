@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+from absl import app
 import pytest
 
 from experiments import common
@@ -107,6 +108,8 @@ def test_a_transfer_spec_sizes_a_pipelined_transfers_chunks_and_window():
                         ('pipelines', 'unknown')):
         with pytest.raises(ValueError, match=names):
             link_jobs.transfer_args(spec)
+    with pytest.raises(app.UsageError, match="--transfers: transfer 'pipelines': unknown"):
+        link_jobs.check_transfers('transfers', [priority, 'pipelines'])
     [row] = links_study.saturation_rows(['null_dense'], ['1gbit'], [1], [2], 2, 1,
                                         transfers=[priority])
     assert row.args[3][-2:] == args[-2:]

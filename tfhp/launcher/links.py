@@ -9,8 +9,8 @@ bridge by a veth pair that a token bucket (`tc qdisc ... tbf`) shapes in both di
     eth0 egress: tbf = task's upload     t<k> egress: tbf = task's download
 
 Traffic from task k to task j is bound by k's upload and j's download, like two machines on one
-switch. Without `netem`, links add no latency beyond the tbf queues (20 ms of the rate each, a host's
-at least `MIN_HOST_QUEUE_BYTES`, or the port buffer's bytes).
+switch. Without `netem`, links add no latency beyond the tbf queues (20 ms of the rate each,
+a host's at least `MIN_HOST_QUEUE_BYTES`, or the port buffer's bytes).
 
 How a task's upload queues what waits for the link (`host_queue`):
   fair  a queue per peer, served in turn (an htb of one class per peer under the tbf; htb serves
