@@ -77,6 +77,13 @@ TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
              PRIORITY: presets.LINKS['background_priority'].args()}
 
 
+def _parts(spec):
+    """(name, chunk, window) of 'NAME[@CHUNK[/WINDOW]]'; None for a size it does not give."""
+    name, at, sizes = spec.partition('@')
+    chunk, slash, window = sizes.partition('/')
+    return name, chunk if at else None, window if slash else None
+
+
 def transfer_args(spec):
     """The tfhp flags of a transfer `spec`: a TRANSFERS key, or a pipelined one's key and its
     chunk and window sizes, 'NAME@CHUNK[/WINDOW]' in tc sizes (e.g. 'background
@@ -88,18 +95,17 @@ def transfer_args(spec):
       ValueError: the spec names no transfer, gives sizes to one that sends no chunks, or a
         size that is not one; the message names the spec.
     """
-    name, at, sizes = spec.partition('@')
+    name, chunk, window = _parts(spec)
     if name not in TRANSFERS:
         raise ValueError('transfer %r: unknown; choose from %s' % (spec, ', '.join(TRANSFERS)))
     args = list(TRANSFERS[name])
-    if not at:
+    if chunk is None:
         return args
     if plan.flag_value(args, 'ps_pipeline_bytes') is None:
         raise ValueError('transfer %r: %r sends no chunks to size' % (spec, name))
-    chunk, slash, window = sizes.partition('/')
     try:
         args.append('--ps_pipeline_bytes=%d' % links.parse_size(chunk))
-        if slash:
+        if window is not None:
             args.append('--ps_pipeline_window=%d' % links.parse_size(window))
     except ValueError as e:
         raise ValueError('transfer %r: %s' % (spec, e)) from None
@@ -119,10 +125,9 @@ def check_transfers(flag, specs):
 def transfer_label(spec):
     """A transfer spec (`transfer_args`) as a figure names it: 'NAME, CHUNK chunks, WINDOW
     window'."""
-    name, _, sizes = spec.partition('@')
-    chunk, slash, window = sizes.partition('/')
-    return ', '.join([name] + (['%s chunks' % chunk] if chunk else []) +
-                     (['%s window' % window] if slash else []))
+    name, chunk, window = _parts(spec)
+    return ', '.join([name] + (['%s chunks' % chunk] if chunk is not None else []) +
+                     (['%s window' % window] if window is not None else []))
 
 
 def job_args(model, steps, warmup_steps, extra=()):
