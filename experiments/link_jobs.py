@@ -62,16 +62,19 @@ FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_
 # How the saturation study's workers reach the ps tasks (`--saturation_transfers`): variables
 # down, then gradients up (parameter_server), or the pipelined push-pull
 # (distributed_replicated, --ps_pipeline_bytes): each chunk pulled once it is applied.
+# Pull-clocked: pipelined, each push leaving once the pull two pushes back is in.
 # Background pulls: pipelined, and the next forward pass starts on the chunks already back;
 # with a window, two chunks on the way to the ps at once; with priority, and the gradients
 # leaving in forward order among those made.
 IN_TURN = 'in turn'
 PIPELINED = 'pipelined'
+PULL_CLOCKED = 'pull-clocked'
 BACKGROUND = 'background pulls'
 WINDOW = 'background window'
 PRIORITY = 'background priority'
 TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
              PIPELINED: presets.LINKS['pipelined'].args(),
+             PULL_CLOCKED: presets.LINKS['pull_clocked'].args(),
              BACKGROUND: presets.LINKS['background'].args(),
              WINDOW: presets.LINKS['background_window'].args(),
              PRIORITY: presets.LINKS['background_priority'].args()}

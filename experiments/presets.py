@@ -147,6 +147,12 @@ LINKS = {
                         options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
     'pipelined2': Preset('distributed_replicated pipelined, 2 ps', 'distributed_replicated',
                          num_ps=2, options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
+    # Pull-clocked (--ps_pull_clock): a push leaves once the pull two pushes back is in, not
+    # once the receipt of the one before comes back behind the pulls.
+    'pull_clocked': Preset('distributed_replicated pipelined, pull-clocked, 1 ps',
+                           'distributed_replicated',
+                           options=(('ps_pipeline_bytes', PIPELINE_BYTES),
+                                    ('ps_pull_clock', True))),
     # Background pulls (--ps_background_pulls): the next forward pass starts on the chunks
     # already pulled, while the later ones still come down.
     'background': Preset('distributed_replicated background pulls, 1 ps',

@@ -283,6 +283,10 @@ flags.DEFINE_boolean('ps_push_priority', False, 'With --ps_background_pulls: gra
                      'first layer\'s passes the later layers\' chunks still waiting), from sender '
                      'threads of the worker, as many bytes on the way to each ps task as '
                      '--ps_pipeline_window (0: one push at a time).')
+flags.DEFINE_boolean('ps_pull_clock', False, 'With --ps_pipeline_bytes (no window, no '
+                     'background pulls): each push leaves once the pull two pushes back in its '
+                     'chain is in, not once the ps\'s receipt of the push before is back, which '
+                     'comes behind the pulls queued on the same connection.')
 flags.DEFINE_float('linger_s', 0.0, 'A serving task serves this many seconds more after its '
                    'workers are done, or until a client releases it (python -m tfhp.reconnect), '
                    'so a client can read or save the variables it holds; 0: exit at once.')

@@ -1,7 +1,7 @@
 """The pipelined push-pull (--ps_pipeline_bytes): each variable, or chunk of a large one, is
 pushed, applied and pulled back on its own, in the step or (--ps_background_pulls) in a thread of
-the worker's, and (--ps_push_priority) pushed from threads of its own; the training is the same
-as the whole step's."""
+the worker's, and (--ps_push_priority) pushed from threads of its own, or (--ps_pull_clock)
+each push paced by a pull; the training is the same as the whole step's."""
 import pytest
 
 from tests.cluster import jobs
@@ -18,7 +18,7 @@ def _run(tmp_path, *args):
     return summary
 
 
-def test_pipelined_background_pulls_and_priority_pushes_train_as_the_whole_step_does(tmp_path):
+def test_every_pipelined_transfer_trains_as_the_whole_step_does(tmp_path):
     whole = _run(tmp_path)
     # 4 MiB chunks: the vector travels as 4 masters spread over the 2 ps tasks.
     pipelined = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20))
@@ -26,7 +26,9 @@ def test_pipelined_background_pulls_and_priority_pushes_train_as_the_whole_step_
     # Priority pushes, two senders (an 8 MiB window) to each ps task.
     priority = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls',
                     '--ps_push_priority', '--ps_pipeline_window=%d' % (8 << 20))
-    runs = (whole, pipelined, background, priority)
+    # Pull-clocked, 2 MiB chunks: four on each ps task's chain, so two wait for pulls.
+    clocked = _run(tmp_path, '--ps_pipeline_bytes=%d' % (2 << 20), '--ps_pull_clock')
+    runs = (whole, pipelined, background, priority, clocked)
     for summary in runs:
         assert [t['global_step'] for t in summary['tasks']] == [5, 5]
         assert summary['dropped_gradients'] == 0

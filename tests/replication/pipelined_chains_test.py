@@ -1,6 +1,7 @@
 """The pipelined push-pull sends one chunk at a time to each ps task, each task on a chain of
 its own: a chunk waits for the last one sent to the same task, never for another task's; with a
 window of bytes (--ps_pipeline_window) for the last one beyond it."""
+import pytest
 import tensorflow.compat.v1 as tf
 
 from tfhp.replication import sync_replicas
@@ -47,3 +48,42 @@ def test_a_window_lets_pushes_go_while_the_ps_has_not_received_those_before():
     # 24 bytes: two 12-byte pushes on the way at once, each waiting for the one two before.
     assert _gates(num_ps=1, window_bytes=24) == {3: None, 2: None, 1: 3, 0: 2}
     assert _gates(num_ps=1, window_bytes=48) == {3: None, 2: None, 1: None, 0: None}
+
+
+def test_a_pull_clocked_push_waits_for_the_pull_two_before_it_in_its_chain():
+    with tf.Graph().as_default():
+        global_step = tf.train.get_or_create_global_step()
+        variables = []
+        for i in range(6):
+            with tf.device(PS[i % 2]):
+                variables.append(tf.Variable(tf.zeros([3]), name='v%d' % i))
+        with tf.device(WORKER):
+            grads = [tf.ones([3]) * (i + 1) for i in range(6)]
+
+        def pull(var, token):
+            with tf.device(WORKER):
+                return tf.identity(token, name='pull_' + var.op.name)
+        sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True,
+                                          pull_clock=True)
+        sync.apply_worker_gradients(list(zip(grads, variables)),
+                                    lambda: tf.train.GradientDescentOptimizer(1.0), global_step,
+                                    after_each=pull)
+        sends = {op: op.inputs[2].op for op in tf.get_default_graph().get_operations()
+                 if op.type == 'ResourceAccumulatorApplyGradient'}
+        index = {apply: grads.index(sent.inputs[0]) for apply, sent in sends.items()}
+        gates = {}
+        for apply, sent in sends.items():
+            gates[index[apply]] = (
+                ['receipt %d' % index[c] for c in sent.control_inputs if c in index] +
+                [c.name.rsplit('/', 1)[-1] for c in sent.control_inputs
+                 if c.name.rsplit('/', 1)[-1].startswith('pull_')])
+    # ps 1's chain is v5, v3, v1 and ps 0's v4, v2, v0: the second push of each waits for the
+    # receipt of the first, the third for the pull of the first.
+    assert gates == {5: [], 4: [], 3: ['receipt 5'], 2: ['receipt 4'], 1: ['pull_v5'],
+                     0: ['pull_v4']}
+
+
+def test_pull_clock_needs_the_pipelined_chain_one_push_at_a_time():
+    with pytest.raises(ValueError, match='pull_clock .* no window_bytes'):
+        sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True,
+                                   window_bytes=24, pull_clock=True)

@@ -96,6 +96,12 @@ def _check_cluster(cfg):
                        '--ps_background_pulls pulls the chunks of the pipelined transfer '
                        'while every worker takes every step: it needs --ps_pipeline_bytes, '
                        'no spares (--replicas_to_aggregate) and no --downlink_compression')
+    errors.require(not cluster.ps_pull_clock or (cluster.ps_pipeline_bytes and
+                                                  not cluster.ps_pipeline_window and
+                                                  not cluster.ps_background_pulls),
+                   '--ps_pull_clock paces the pipelined transfer one push at a time by the '
+                   'pulls of its own step: it needs --ps_pipeline_bytes, and no '
+                   '--ps_pipeline_window or --ps_background_pulls')
     errors.require(not cluster.ps_push_priority or cluster.ps_background_pulls,
                    '--ps_push_priority sends from threads beside the step, which needs the step '
                    'to end before its pulls: it needs --ps_background_pulls')

@@ -60,6 +60,9 @@ class ClusterConfig:
       ps_push_priority: with ps_background_pulls, gradients leave in forward order among
         those made (`tfhp.replication.priority_pushes`), ps_pipeline_window bytes on the way
         to each ps task (0: one push at a time).
+      ps_pull_clock: with ps_pipeline_bytes, no window and no background pulls, each push
+        leaves once the pull two pushes back in its chain is in, not once the ps's receipt of
+        the push before is back (`tfhp.replication.sync_replicas`).
       linger_s: a serving task serves this many seconds more after the tasks it serves are
         done (or failed, or lost), or until a client releases it (`tfhp.reconnect`), so its
         variables outlive their client; 0: it exits at once.
@@ -92,6 +95,7 @@ class ClusterConfig:
     ps_pipeline_window: int = 0
     ps_background_pulls: bool = False
     ps_push_priority: bool = False
+    ps_pull_clock: bool = False
     linger_s: float = 0.0
     serve_clients: bool = False
     container: str = ''

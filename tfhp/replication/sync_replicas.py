@@ -35,6 +35,14 @@ apart, and `apply_worker_gradients(after_each=...)` runs what depends on one var
 refresh) as soon as that variable's token is there: the pulls of variables already applied
 overlap the pushes still on the wire, both directions of each link busy at once.
 
+Pull-clocked (`pull_clock`): what lets a push leave. By default it is the ps's receipt of the
+push before, news that comes back on the connection the pulls come down, behind them: the
+more workers share a ps port, the longer the pulls queued to each and the longer its pushes
+wait. Pull-clocked, a push leaves once the pull PULL_LAG pushes back in its chain is in,
+an event on the worker itself: in a steady state each chunk's push then starts as the pull
+of the one before it ends, one push and one pull per chain on the wire. The first PULL_LAG
+pushes of a chain still wait for receipts, when nothing is pulled yet.
+
 Priority pushes (`priority`, with background pulls): the gradients leave in forward order
 among those made, from sender threads of the worker (`tfhp.replication.priority_pushes`), and
 the step ends once they are queued, before the chief applies it; the next step's reads still
@@ -72,6 +80,9 @@ from tfhp.replication import priority_pushes
 from tfhp.replication import transfer
 
 TOKEN_QUEUE = 'tfhp_sync_step_tokens'
+# Pull-clocked: a push waits for the pull this many pushes back in its chain (module doc).
+# Measured equal with 3 (null_dense, 6 workers on 1 ps at 1 Gbit/s: 952 and 960 ms).
+PULL_LAG = 2
 
 
 class _SyncHook(session_hooks.RunInLoops):
@@ -157,21 +168,29 @@ def _published(update, variables, publish):
         return tf.group(*[publish(v) for v in variables])
 
 
+def _await_one(apply, queue, var, step_read, after_each):
+    """Pipelined step 4 for one variable: (its token newer than step_read, taken once `apply`
+    ran (None: at once), then after_each(var, token) or the token itself)."""
+    with tf.control_dependencies([apply] if apply is not None else []):
+        received = barriers.dequeue_newer_than(queue, step_read)
+    with tf.control_dependencies([received]):
+        return received, after_each(var, received) if after_each else received
+
+
 def _await_each(applies, tokens, grads_and_vars, step_read, after_each):
-    """Pipelined step 4: each variable's token newer than step_read, taken once its own apply
-    ran (applies None: at once, the background pulls' loop), then after_each(variable, token);
-    returns (those ops, the tokens' step).
+    """Pipelined step 4: `_await_one` for each variable (applies None: the background pulls'
+    loop); returns (the ops after each, the tokens' step).
 
     The new local step is the tokens' step, not the global step's: the chief moves the global
     step only after the last variable's tokens are out, so a read of it here could still see
     the old step (and tag the next gradients stale)."""
-    done, received = [], []
-    for i, (queue, (_, var)) in enumerate(zip(tokens, grads_and_vars)):
-        with tf.control_dependencies([applies[i]] if applies else []):
-            received.append(barriers.dequeue_newer_than(queue, step_read))
-        with tf.control_dependencies([received[-1]]):
-            done.append(after_each(var, received[-1]) if after_each else received[-1])
-    return done, tf.reduce_max(tf.stack(received))
+    waits = [_await_one(applies[i] if applies else None, queue, var, step_read, after_each)
+             for i, (queue, (_, var)) in enumerate(zip(tokens, grads_and_vars))]
+    return [done for _, done in waits], _tokens_step([received for received, _ in waits])
+
+
+def _tokens_step(received):
+    return tf.reduce_max(tf.stack(received))
 
 
 class SyncReplicas(base.PlacementDelegate):
@@ -196,14 +215,20 @@ class SyncReplicas(base.PlacementDelegate):
       priority: with background pulls, the gradients leave in forward order among those made
         (`tfhp.replication.priority_pushes`, window_bytes on the way to each ps task);
         False: the static chain of `_send`.
+      pull_clock: per_variable, without background pulls or a window: each push waits for
+        the pull PULL_LAG pushes back in its chain instead of the receipt of the one before
+        (module doc).
     """
 
     def __init__(self, placement, worker_device, replicas_to_aggregate, num_replicas,
                  is_chief, compressor=None, per_variable=False, timeout_s=600.0,
-                 window_bytes=0, priority=False):
+                 window_bytes=0, priority=False, pull_clock=False):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
+        if pull_clock and not (per_variable and not window_bytes and not priority):
+            raise ValueError('pull_clock paces the chain of the pipelined transfer one push at '
+                             'a time: it needs per_variable, no window_bytes and no priority')
         super().__init__(placement)
         self._worker_device = worker_device
         self._replicas_to_aggregate = replicas_to_aggregate
@@ -214,6 +239,7 @@ class SyncReplicas(base.PlacementDelegate):
         self._timeout_s = timeout_s
         self._window_bytes = window_bytes
         self._priority = priority
+        self._pull_clock = pull_clock
         self._dropped = None
 
     def counters(self):
@@ -265,6 +291,9 @@ class SyncReplicas(base.PlacementDelegate):
         if self._priority and not background:
             raise ValueError('priority pushes need background pulls (a tag): a step that ends '
                              'with its pulls has its pushes in its own run')
+        if self._pull_clock and background:
+            raise ValueError('a pull-clocked push waits for a pull of its own step: background '
+                             'pulls run beside the step')
         grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
         step_device = global_step.device
         with tf.device(self._worker_device):
@@ -295,6 +324,9 @@ class SyncReplicas(base.PlacementDelegate):
                 applies, senders = self._send_by_priority(accumulators, grads_and_vars,
                                                           step_read)
                 loops += senders
+            elif self._pull_clock:
+                applies, waits = self._send_pull_clocked(accumulators, grads_and_vars,
+                                                         step_read, count, tokens, after_each)
             else:
                 applies = self._send(accumulators, grads_and_vars, step_read,
                                      None if background else count)
@@ -310,7 +342,10 @@ class SyncReplicas(base.PlacementDelegate):
                 loops.append(loop)
                 init_ops.append(init)
             else:
-                if self._per_variable:
+                if self._pull_clock:  # step 4 was built beside step 3
+                    done = [d for _, d in waits]
+                    new_step = _tokens_step([received for received, _ in waits])
+                elif self._per_variable:
                     done, new_step = _await_each(applies, tokens, grads_and_vars, step_read,
                                                  after_each)
                 else:
@@ -388,16 +423,41 @@ class SyncReplicas(base.PlacementDelegate):
             size = _num_bytes(var)
             waited = _window_gate(sent.get(var.device, []), size, self._window_bytes)
             gates = [waited] if waited is not None else first
-            if self._per_variable:
-                # Gated where it is sent from: the ps receives a tensor as soon as the worker
-                # makes it, whatever waits for it on the ps.
-                with tf.device(self._worker_device), tf.control_dependencies(gates):
-                    grad = base.map_values(grad, tf.identity)
-            with tf.device(var.device), tf.control_dependencies(gates):
-                applies[i] = _apply(accumulators[i], grad, var, step_read, self._compressor)
+            applies[i] = self._push(accumulators[i], grad, var, step_read, gates,
+                                    self._per_variable)
             if self._per_variable:
                 sent.setdefault(var.device, []).append((applies[i], size))
         return applies
+
+    def _push(self, accumulator, grad, var, step_read, gates, gate_sender):
+        """The apply of `grad` to `accumulator` after `gates`, which (gate_sender) also hold the
+        gradient on this worker: the ps receives a tensor as soon as the worker makes it,
+        whatever waits for it on the ps."""
+        if gate_sender:
+            with tf.device(self._worker_device), tf.control_dependencies(gates):
+                grad = base.map_values(grad, tf.identity)
+        with tf.device(var.device), tf.control_dependencies(gates):
+            return _apply(accumulator, grad, var, step_read, self._compressor)
+
+    def _send_pull_clocked(self, accumulators, grads_and_vars, step_read, gate, tokens,
+                           after_each):
+        """`_send`'s chains, pull-clocked (module doc), each push's step 4 built beside it;
+        returns (the apply ops, [(token, op after it)]), both in the order of grads_and_vars."""
+        applies, waits = [None] * len(grads_and_vars), [None] * len(grads_and_vars)
+        chains = {}  # ps device -> the indices sent to it, in order
+        for i in reversed(range(len(grads_and_vars))):
+            grad, var = grads_and_vars[i]
+            chain = chains.setdefault(var.device, [])
+            if not chain:
+                gates = [gate]
+            elif len(chain) < PULL_LAG:  # nothing pulled yet: the receipt of the one before
+                gates = [applies[chain[-1]]]
+            else:
+                gates = [waits[chain[-PULL_LAG]][1]]
+            applies[i] = self._push(accumulators[i], grad, var, step_read, gates, True)
+            waits[i] = _await_one(applies[i], tokens[i], var, step_read, after_each)
+            chain.append(i)
+        return applies, waits
 
     def _send_by_priority(self, accumulators, grads_and_vars, tag):
         """Priority pushes: (ops queueing each gradient once made, the sender loops)."""
