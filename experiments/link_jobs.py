@@ -8,8 +8,10 @@ token-bucket-shaped NIC, or on loopback) and returns its record:
     comm_bound_ms (the launcher's: start-up bytes included), timed_comm_bound_ms (the timed
     steps' bytes of the busiest NIC at its rate, busier direction), ps_sent_mb and
     ps_received_mb (per global step, the busiest ps task), worker_sent_mb and
-    worker_received_mb (per step, the workers' mean), vs_turns (global_step_ms / turns_ms) and
-    vs_timed_bound (global_step_ms / timed_comm_bound_ms: 1 is the links' limit);
+    worker_received_mb (per step, the workers' mean), vs_turns (global_step_ms / turns_ms),
+    vs_timed_bound (global_step_ms / timed_comm_bound_ms: 1 is the links' limit) and
+    cores_busy (the busy share of the machine's cores in the timed steps,
+    `tfhp.launcher.cpu_load`);
   expected figures, the same every repeat (`tfhp.profiling.link_bound`): model_mb (S, the
     float32 variables), bound_ms (the busiest NIC's expected bytes at its rate, busier
     direction: W x S / (K x B) at the ps), turns_ms (both directions in turn: a synchronous ps
@@ -58,7 +60,7 @@ COMMON_ARGS = ['--display_every=1000', '--peer_timeout_s=240']
 PARTITION = '--partition_min_bytes=%d' % (1 << 20)
 FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_ms',
            'timed_comm_bound_ms', 'ps_sent_mb', 'ps_received_mb', 'worker_sent_mb',
-           'worker_received_mb', 'vs_turns', 'vs_timed_bound')
+           'worker_received_mb', 'vs_turns', 'vs_timed_bound', 'cores_busy')
 # How the saturation study's workers reach the ps tasks (`--saturation_transfers`): variables
 # down, then gradients up (parameter_server), or the pipelined push-pull
 # (distributed_replicated, --ps_pipeline_bytes): each chunk pulled once it is applied.
@@ -189,6 +191,9 @@ def figures(summary, results, num_ps, num_workers, tfhp_args):
     links = common.link_figures(summary)
     record.update({k: links[k] for k in ('comm_bound_ms', 'timed_comm_bound_ms')
                    if links.get(k) is not None})
+    busy = summary.get('cpu', {}).get('busy_timed')
+    if busy is not None:  # at CPU_BOUND or more the cores, not the links, set the step
+        record['cores_busy'] = busy
     moved = links.get('link_bytes', {})
     for job, pick in (('ps', max), ('worker', statistics.mean)):
         tasks = [v for name, v in moved.items() if name.startswith(job + ' ')]

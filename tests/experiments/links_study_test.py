@@ -219,6 +219,7 @@ def test_saturation_command_runs_one_tiny_job(tmp_path, links_available):
     assert record['model_mb'] == pytest.approx(0.19742)
     assert record['bound_ms'] == pytest.approx(0.19742e6 * 8 / 200e6 * 1000)
     assert record['global_step_ms']['median'] > 0 and 'step = ' not in proc.stdout
+    assert 0 < record['cores_busy']['median'] <= 1
 
 
 @pytest.mark.cluster
