@@ -243,17 +243,24 @@ def plot_saturation(records, path, caption=None):
     """Step time vs workers, a panel per model and rate; a colour per ps count (and transfer,
     where a panel has several, so that they compare on one axis): measured (median, min-max),
     the in-turn estimate dashed, the per-direction bound dotted (black beside several
-    transfers: the estimates are the model's and the rate's, not a transfer's)."""
+    transfers: the estimates are the model's and the rate's, not a transfer's). A panel of
+    one transfer names it in its title, and its series are coloured by ps count alone, so
+    that a legend entry has one colour in every panel."""
     def line(r):
         return _transfer(r), r['num_ps']
-    lines = list(common.grouped(records, line))  # a colour each, the same in every panel
+    by_panel = common.grouped(records, lambda r: (_panel(r), r['rate']))
+    several = {key for key, group in by_panel.items() if len({_transfer(r) for r in group}) > 1}
+
+    def key(panel, r):  # what the legend shows of a series
+        return (_transfer(r) if panel in several else None), r['num_ps']
+    keys = list(dict.fromkeys(key(p, r) for p, group in by_panel.items() for r in group))
     panels = []
-    for (model, rate), group in common.grouped(records, lambda r: (_panel(r), r['rate'])).items():
+    for (model, rate), group in by_panel.items():
         transfers = {_transfer(r) for r in group}
         series, estimated = [], set()
         for (transfer, k), rows in common.grouped(group, line).items():
             xs = [r['num_workers'] for r in rows]
-            index = lines.index((transfer, k))
+            index = keys.index(key((model, rate), rows[0]))
             label = '%d ps, %s' % (k, transfer if len(transfers) > 1 else 'measured')
             series.append((label, xs, [r.get('global_step_ms') for r in rows],
                            {'color': 'C%d' % index}))
@@ -266,7 +273,8 @@ def plot_saturation(records, path, caption=None):
                            dict(_COMPUTED, color=color, linestyle='--')))
             series.append(('%d ps, W S / (K B)' % k, xs, _exact([r.get('bound_ms') for r in rows]),
                            dict(_COMPUTED, color=color, linestyle=':')))
-        panels.append(('%s, %s links' % (model, rate), series, []))
+        named = [] if len(transfers) > 1 or transfers == {link_jobs.IN_TURN} else list(transfers)
+        panels.append((', '.join([model] + named + ['%s links' % rate]), series, []))
     workers = sorted({r['num_workers'] for r in records})
     # Panels of one rate (models side by side) compare on one y axis.
     plots.line_panels(path, panels, 'workers', 'global step time, ms',

@@ -173,6 +173,25 @@ def test_the_transfers_of_a_model_share_its_panel_and_its_estimates(monkeypatch)
     assert series[1][3]['color'] == 'black' and series[3][3]['color'] == 'C1'
 
 
+def test_panels_of_one_transfer_each_name_it_and_colour_by_ps_count(monkeypatch):
+    # Chunks sized per rate: each panel's one transfer differs, its legend entries do not.
+    drawn = {}
+    monkeypatch.setattr(links_report.plots, 'line_panels',
+                        lambda path, panels, *a, **kw: drawn.update(panels=panels))
+    records = [dict(_record('null_dense', rate, k, 2, 100.0, 150.0, repeats=(1.0,)),
+                    transfer=transfer)
+               for rate, transfer in (('300mbit', 'pull-clocked@128k'),
+                                      ('1gbit', 'pull-clocked@256k'))
+               for k in (1, 2)]
+    links_report.plot_saturation(records, 'unused.png')
+    titles = [title for title, _, _ in drawn['panels']]
+    assert titles == ['null_dense, pull-clocked, 128k chunks, 300mbit links',
+                      'null_dense, pull-clocked, 256k chunks, 1gbit links']
+    colours = [{label: style['color'] for label, _, _, style in series
+                if label.endswith('measured')} for _, series, _ in drawn['panels']]
+    assert colours[0] == colours[1] == {'1 ps, measured': 'C0', '2 ps, measured': 'C1'}
+
+
 def test_the_downlink_plot_groups_by_gradients_and_bars_by_downlink(monkeypatch):
     drawn = {}
     monkeypatch.setattr(links_report.plots, 'bar_panels',
