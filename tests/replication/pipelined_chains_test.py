@@ -1,6 +1,7 @@
 """The pipelined push-pull sends one chunk at a time to each ps task, each task on a chain of
 its own: a chunk waits for the last one sent to the same task, never for another task's; with a
-window of bytes (--ps_pipeline_window) for the last one beyond it."""
+window of bytes (--ps_pipeline_window) for the last one beyond it; pull-clocked
+(--ps_pull_clock) for the pull of the one two before it in its chain."""
 import pytest
 import tensorflow.compat.v1 as tf
 
