@@ -245,7 +245,10 @@ def plot_saturation(records, path, caption=None):
     the in-turn estimate dashed, the per-direction bound dotted (black beside several
     transfers: the estimates are the model's and the rate's, not a transfer's). A panel of
     one transfer names it in its title, and its series are coloured by ps count alone, so
-    that a legend entry has one colour in every panel."""
+    that a legend entry has one colour in every panel. Series go by ps count, each along its
+    worker counts, whatever order the records came in (a file appended to by several runs)."""
+    records = sorted(records, key=lambda r: (r['num_ps'], r['num_workers']))  # stable
+
     def line(r):
         return _transfer(r), r['num_ps']
     by_panel = common.grouped(records, lambda r: (_panel(r), r['rate']))

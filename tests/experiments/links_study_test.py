@@ -192,6 +192,20 @@ def test_panels_of_one_transfer_each_name_it_and_colour_by_ps_count(monkeypatch)
     assert colours[0] == colours[1] == {'1 ps, measured': 'C0', '2 ps, measured': 'C1'}
 
 
+def test_records_appended_by_several_runs_are_drawn_by_ps_count_and_workers(monkeypatch):
+    drawn = {}
+    monkeypatch.setattr(links_report.plots, 'line_panels',
+                        lambda path, panels, *a, **kw: drawn.update(panels=panels))
+    # A file of two runs: 3 ps on 2 and 4 workers, then 1 ps, then 3 ps on 1 worker.
+    records = [_record('null_dense', '300mbit', k, w, 100.0 * w, 150.0 * w, repeats=(1.0,))
+               for k, w in ((3, 2), (3, 4), (1, 1), (1, 2), (3, 1))]
+    links_report.plot_saturation(records, 'unused.png')
+    (_, series, _), = drawn['panels']
+    measured = [(label, xs, style['color']) for label, xs, _, style in series
+                if label.endswith('measured')]
+    assert measured == [('1 ps, measured', [1, 2], 'C0'), ('3 ps, measured', [1, 2, 4], 'C1')]
+
+
 def test_the_downlink_plot_groups_by_gradients_and_bars_by_downlink(monkeypatch):
     drawn = {}
     monkeypatch.setattr(links_report.plots, 'bar_panels',
