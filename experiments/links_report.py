@@ -11,6 +11,7 @@ from experiments import link_jobs
 from experiments import presets
 from experiments import stats
 from tfhp import plots
+from tfhp.launcher import cpu_load
 
 
 def _median(record, key):
@@ -111,17 +112,32 @@ def _marked(record, key):
     return ' *' if record.get('vs_reference', {}).get(key) in ('lower', 'higher') else ''
 
 
+def cores_bound_line(records):
+    """A line counting the rows whose cores were at least `cpu_load.CPU_BOUND` busy over the
+    timed steps (median of the repeats), or None when none was: on a machine that runs every
+    task, those steps are the cores' as much as the links'."""
+    busy = [_median(r, 'cores_busy') for r in records]
+    bound = sum(1 for b in busy if b is not None and b >= cpu_load.CPU_BOUND)
+    if not bound:
+        return None
+    return ('cores busy: %d of %d rows had the cores at least %.0f%% busy over the timed steps: '
+            'their steps are the cores\' as much as the links\'' % (
+                bound, len(records), 100 * cpu_load.CPU_BOUND))
+
+
 def _report(records, columns, reference, conclusion):
     common.print_table(records, columns, reference)
-    for line in conclusion(records):
-        print(line)
+    for line in [cores_bound_line(records)] + conclusion(records):
+        if line:
+            print(line)
 
 
 _LINK_COLUMNS = [('step ms', 'global_step_ms', '%.0f'), ('W S/(K B) ms', 'bound_ms', '%.0f'),
                  ('in turn ms', 'turns_ms', '%.0f'), ('step/in turn', 'vs_turns', '%.2f'),
                  ('timed bound ms', 'timed_comm_bound_ms', '%.0f'),
                  ('step/timed bound', 'vs_timed_bound', '%.2f'),
-                 ('launcher bound ms', 'comm_bound_ms', '%.0f')]
+                 ('launcher bound ms', 'comm_bound_ms', '%.0f'),
+                 ('cores busy', 'cores_busy', '%.2f')]
 
 
 def report_saturation(records):

@@ -5,6 +5,7 @@ them those tests are skipped with the reason. Each runs the trivial model at 8x8
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -27,6 +28,20 @@ def _record(model, rate, k, w, step_ms, turns_ms=None, repeats=(0.95, 1.0, 1.05)
     if turns_ms:
         record['turns_ms'] = turns_ms
     return record
+
+
+def test_rows_whose_cores_were_busy_are_counted_under_the_table(capsys):
+    records = [dict(_record('null_dense', '1gbit', k, 4, 300.0),
+                    cores_busy=stats.summarise([busy, busy]))
+               for k, busy in ((1, 0.5), (2, 0.89), (3, 0.96))]
+    assert links_report.cores_bound_line(records[:2]) is None
+    links_report.report_saturation(records)
+    out = capsys.readouterr().out
+    assert ('cores busy: 1 of 3 rows had the cores at least 90% busy over the timed steps'
+            in out)
+    header, _, _, third = out.splitlines()[:4]
+    assert re.search(r'launcher bound ms +cores busy +ps MB out', header)
+    assert '0.96 [0.96\u20130.96]' in third
 
 
 def test_saturation_conclusion_fits_the_growth_per_worker_and_the_ps_ratio():
