@@ -189,6 +189,13 @@ def test_the_cpu_sampler_reads_the_busy_share_of_a_window():
     assert sampler.busy_fraction(10.0, 20.0) == pytest.approx(0.9)
     assert sampler.busy_fraction(15.0, 25.0) == pytest.approx((950 - 450) / 1000)
     assert sampler.busy_fraction(20.0, 20.0) is None
+    # Fully busy, at epoch-sized times: apart, the two interpolations gave 1.0000000054.
+    busy = cpu_load.CpuSampler()
+    busy.samples = [(1795800000.0701547, 1000000055, 2000000055),
+                    (1795800000.2404945, 1000000060, 2000000060),
+                    (1795800000.3287547, 1000000092, 2000000092),
+                    (1795800000.4928992, 1000000123, 2000000123)]
+    assert busy.busy_fraction(1795800000.345612, 1795800000.4617808) == 1.0
     chief = {'timed_start_time': 10.0, 'end_times': [15.0, 20.0], 'global_steps_per_sec': 2.0}
     report = cpu_load.report(sampler, chief, 5)
     assert report['busy_timed'] == pytest.approx(0.9) and report['cpu_bound']

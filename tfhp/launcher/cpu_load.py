@@ -58,7 +58,10 @@ class CpuSampler(link_traffic.PeriodicSampler):
         ticks = (link_traffic.interpolate(total, end) - link_traffic.interpolate(total, begin))
         if ticks <= 0:
             return None
-        return (link_traffic.interpolate(busy, end) - link_traffic.interpolate(busy, begin)) / ticks
+        share = (link_traffic.interpolate(busy, end) -
+                 link_traffic.interpolate(busy, begin)) / ticks
+        # Each counter is interpolated apart: a fully busy window can come out a rounding above 1.
+        return min(1.0, share)
 
 
 def oversubscription(num_workers, num_ps, emulated, num_cores=None, busy=None,
