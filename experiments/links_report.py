@@ -237,7 +237,8 @@ def report_backup(records):
                       ('images/s', 'images_per_sec', '%.1f'),
                       ('dropped', 'dropped_gradients', '%d'),
                       ('timed bound ms', 'timed_comm_bound_ms', '%.0f'),
-                 ('step/timed bound', 'vs_timed_bound', '%.2f'),
+                      ('step/timed bound', 'vs_timed_bound', '%.2f'),
+                      ('cores busy', 'cores_busy', '%.2f'),
                       ('ps MB out', 'ps_sent_mb', '%.1f'), ('ps MB in', 'ps_received_mb',
                                                             '%.1f')],
             'every gradient awaited without a straggler, at the same rate', backup_conclusion)
