@@ -33,6 +33,7 @@ import time
 from tfhp import config as config_lib
 from tfhp import sweep
 from tfhp import timing
+from tfhp.launcher import forkserver
 from tfhp.launcher import plan
 
 
@@ -99,8 +100,7 @@ class _Servers:
         for (job, index), argv in commands.items():
             if job == 'ps':
                 with open(os.path.join(directory, 'ps_%d.log' % index), 'w') as out:
-                    self.procs[index] = subprocess.Popen(argv, stdout=out,
-                                                         stderr=subprocess.STDOUT, env=env)
+                    self.procs[index] = forkserver.start(argv, env, out)
 
     def rss_mb(self):
         return [rss_mb(p.pid) for _, p in sorted(self.procs.items())]

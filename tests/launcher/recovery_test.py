@@ -113,7 +113,7 @@ class _Killer(io.TextIOBase):
     def write(self, text):
         with self._lock:
             self.text.append(text)
-            started = re.search(r'started (\w+ \d+): pid (\d+)', text)
+            started = re.search(r'started (\w+ \d+)(?: \(forked\))?: pid (\d+)', text)
             if started:
                 self._pids[started.group(1)] = int(started.group(2))
             if not self.killed and text.startswith('[worker 0] ') and self._after in text:

@@ -9,9 +9,9 @@ Imports no TensorFlow.
 import json
 import os
 import signal
-import subprocess
 import time
 
+from tfhp.launcher import forkserver
 from tfhp.launcher import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,9 +43,8 @@ class HandStartedJob:
     def start(self, task, argv=None):
         """Starts `task` (again, for a restart) with its command or `argv`."""
         log = open(self.log_path(task), 'a')
-        self.procs[task] = subprocess.Popen(argv or self.commands[task], stdout=log,
-                                            stderr=subprocess.STDOUT, cwd=ROOT,
-                                            start_new_session=True)
+        self.procs[task] = forkserver.start(argv or self.commands[task], os.environ, log,
+                                            cwd=ROOT, new_session=True)
         self.started[task] = time.monotonic()
         log.close()
 
