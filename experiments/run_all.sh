@@ -15,6 +15,7 @@ run replication python -m experiments.replication_bench --result_file="$OUT/repl
 run allreduce python -m experiments.allreduce_bench --repeats=5 --result_file="$OUT/allreduce.jsonl" $(plot allreduce)
 run input python -m experiments.input_bench --settings=small32 --num_batches=100 --result_file="$OUT/input.jsonl"
 run distributed python -m experiments.distributed_bench --workers=1,2,4 --steps=50 --output="$OUT/distributed.jsonl" $(plot distributed_null)
+run job_start python -m experiments.job_start --result_file="$OUT/job_start.jsonl"
 run four_combos python -m experiments.four_combos --result_file="$OUT/four_combos.jsonl" $(plot four_combos)
 run ablations python -m experiments.ablations --result_file="$OUT/ablations.jsonl"
 run model_parallel python -m experiments.model_parallel --result_file="$OUT/model_parallel.jsonl"

@@ -9,7 +9,7 @@ startup.prepare_process()  # before TensorFlow is imported
 import pytest  # pylint: disable=wrong-import-position
 
 from tfhp import compat  # pylint: disable=wrong-import-position
-from tfhp.launcher import forkserver  # pylint: disable=wrong-import-position
+from tfhp.launcher import forked_task  # pylint: disable=wrong-import-position
 from tfhp.launcher import links  # pylint: disable=wrong-import-position
 
 compat.enable_graph_mode()
@@ -33,13 +33,13 @@ def links_available():
 @pytest.fixture(scope='session', autouse=True)
 def forkserver_for_every_job(tmp_path_factory):
     """The tasks of every job a test starts (in this process or a launcher it starts) are forks
-    of one process that imported TensorFlow once (`tfhp.launcher.forkserver`): a small job's
+    of one process that imported TensorFlow once (`tfhp.forkserver`): a small job's
     start is most of its test, and TensorFlow's import most of that start."""
     directory = tmp_path_factory.mktemp('forkserver')
     with open(directory / 'server.log', 'w') as log:
-        server = forkserver.spawn(str(directory / 'socket'), log)
-    os.environ[forkserver.ENVIRONMENT_VARIABLE] = str(directory / 'socket')
+        server = forked_task.spawn(str(directory / 'socket'), log)
+    os.environ[forked_task.ENVIRONMENT_VARIABLE] = str(directory / 'socket')
     yield str(directory / 'socket')
-    del os.environ[forkserver.ENVIRONMENT_VARIABLE]
+    del os.environ[forked_task.ENVIRONMENT_VARIABLE]
     server.terminate()
     server.wait(timeout=30)

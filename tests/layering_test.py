@@ -38,7 +38,9 @@ LAYERS = [
      'tfhp.predict'),
     # tfhp.ensemble: checkpoints evaluated as one, over the runner's validation input; its
     # command reads tfhp's flags.
-    ('tfhp.diagnose', 'tfhp.__main__', 'tfhp.ensemble', 'tfhp.reconnect', 'tfhp.search'),
+    # tfhp.forkserver imports what every task imports, tfhp.cli included.
+    ('tfhp.diagnose', 'tfhp.__main__', 'tfhp.ensemble', 'tfhp.reconnect', 'tfhp.search',
+     'tfhp.forkserver'),
 ]
 FLOOR = {unit: floor for floor, units in enumerate(LAYERS) for unit in units}
 # Units that must not import each other although their floors would allow one way.

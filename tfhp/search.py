@@ -33,7 +33,7 @@ import time
 from tfhp import config as config_lib
 from tfhp import sweep
 from tfhp import timing
-from tfhp.launcher import forkserver
+from tfhp.launcher import forked_task
 from tfhp.launcher import plan
 
 
@@ -100,7 +100,7 @@ class _Servers:
         for (job, index), argv in commands.items():
             if job == 'ps':
                 with open(os.path.join(directory, 'ps_%d.log' % index), 'w') as out:
-                    self.procs[index] = forkserver.start(argv, env, out)
+                    self.procs[index] = forked_task.start(argv, env, out)
 
     def rss_mb(self):
         return [rss_mb(p.pid) for _, p in sorted(self.procs.items())]

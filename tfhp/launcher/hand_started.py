@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from tfhp.launcher import forkserver
+from tfhp.launcher import forked_task
 from tfhp.launcher import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -43,7 +43,7 @@ class HandStartedJob:
     def start(self, task, argv=None):
         """Starts `task` (again, for a restart) with its command or `argv`."""
         log = open(self.log_path(task), 'a')
-        self.procs[task] = forkserver.start(argv or self.commands[task], os.environ, log,
+        self.procs[task] = forked_task.start(argv or self.commands[task], os.environ, log,
                                             cwd=ROOT, new_session=True)
         self.started[task] = time.monotonic()
         log.close()

@@ -11,7 +11,7 @@ import threading
 import time
 
 from tfhp.launcher import figures
-from tfhp.launcher import forkserver
+from tfhp.launcher import forked_task
 from tfhp.launcher import plan
 
 # A task that exits 1 reacted to a lost peer or an overrun wait (`tfhp.cluster.watchdog`); the
@@ -144,10 +144,10 @@ def run_job(commands, timeout_s=600.0, keep_going=False, out=None, bounds=None,
         try:
             for task, argv in commands.items():
                 launch_times[task] = time.time()
-                proc = forkserver.start(argv, env, subprocess.PIPE, say=say)
+                proc = forked_task.start(argv, env, subprocess.PIPE, say=say)
                 processes[task] = proc
                 say('started %s%s: pid %d' % (figures.task_name(task), ' (forked)' if isinstance(
-                    proc, forkserver.ForkedTask) else '', proc.pid))
+                    proc, forked_task.ForkedTask) else '', proc.pid))
                 pump = threading.Thread(target=_pump, args=(figures.task_name(task), proc.stdout,
                                                             out, lock, last_lines), daemon=True)
                 pump.start()
