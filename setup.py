@@ -18,7 +18,9 @@ setuptools.setup(
         # TensorBoard reads --save_summaries_steps' events and a traced step's RunMetadata; the
         # test extra has it so that tests/profiling/tensorboard_test.py reads them back with it.
         'tensorboard': ['tensorboard>=2.13'],
-        'test': ['pytest>=7', 'tensorboard>=2.13'],
+        # pytest-xdist: the suite runs in two processes (`-n 2`), since its tests wait on the
+        # processes they start for a third of their time (README).
+        'test': ['pytest>=7', 'pytest-xdist>=3', 'tensorboard>=2.13'],
         # scikit-learn ships the 8x8 digits on disk: a small real data set (tfhp.data.digits).
         'digits': ['scikit-learn'],
         # --plot of the experiments and of `python -m tfhp.diagnose` (tfhp.plots); optional.
