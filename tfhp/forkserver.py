@@ -11,10 +11,13 @@ import argparse
 import ctypes
 import json
 import os
+import runpy
 import select
 import signal
 import socket
 import sys
+import threading
+import traceback
 
 from tfhp import startup
 from tfhp.launcher import forked_task
@@ -46,8 +49,6 @@ def _set_malloc(env):
 def _run_task(request, out_fd):
     """In the forked task: becomes `python -m tfhp ARGS` as asked, runs it, returns its exit
     status."""
-    import runpy  # pylint: disable=g-import-not-at-top
-    import threading  # pylint: disable=g-import-not-at-top
     if request['new_session']:
         os.setsid()
     if request['namespace']:
@@ -95,8 +96,9 @@ def _keep(conn, listener):
     own = forked_task.startup_values(os.environ)
     differing = [n for n, v in forked_task.startup_values(request['env']).items() if v != own[n]]
     if not fds or differing:
-        forked_task.send(conn, {'refused': 'its %s differs from the forkserver\'s' % ', '.join(differing)
-                     if differing else 'no output file descriptor came'})
+        why = ('its %s differs from the forkserver\'s' % ', '.join(differing) if differing
+               else 'no output file descriptor came')
+        forked_task.send(conn, {'refused': why})
         return
     sys.stdout.flush()
     sys.stderr.flush()
@@ -107,7 +109,6 @@ def _keep(conn, listener):
             conn.close()
             code = _run_task(request, fds[0])
         except BaseException:  # pylint: disable=broad-except
-            import traceback  # pylint: disable=g-import-not-at-top
             traceback.print_exc()
         finally:
             sys.stdout.flush()

@@ -97,3 +97,19 @@ def test_without_a_server_named_every_task_is_started_by_exec():
     assert isinstance(proc, subprocess.Popen)
     assert proc.stdout.read() == '5\n' and proc.wait(timeout=30) == 0
     proc.stdout.close()
+
+
+def test_a_fork_whose_keeper_died_is_killed_and_reported_so(forkserver_for_every_job):
+    task = forked_task.start(_tfhp(*LONG), dict(os.environ), subprocess.PIPE,
+                             cwd=hand_started.ROOT)
+    for line in task.stdout:
+        if line.startswith('step 10\t'):
+            break
+    with open('/proc/%d/stat' % task.pid) as f:
+        keeper = int(f.read().rsplit(')', 1)[1].split()[1])
+    os.kill(keeper, signal.SIGKILL)
+    assert task.wait(timeout=30) == -signal.SIGKILL
+    gone = time.monotonic() + 5
+    while os.path.exists('/proc/%d' % task.pid) and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert not os.path.exists('/proc/%d' % task.pid)

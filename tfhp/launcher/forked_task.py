@@ -24,6 +24,7 @@ it.
 
 Imports no TensorFlow.
 """
+import contextlib
 import json
 import os
 import select
@@ -32,6 +33,8 @@ import socket
 import subprocess
 import sys
 import time
+
+from tfhp import startup
 
 ENVIRONMENT_VARIABLE = 'TFHP_FORKSERVER'
 # Variables read when TensorFlow is imported or Python starts: a fork inherits the server's
@@ -59,13 +62,15 @@ def forkable(argv, python=sys.executable):
 
 
 def startup_values(environ):
-    from tfhp import startup  # pylint: disable=g-import-not-at-top
+    """{name: value} of STARTUP_VARIABLES in `environ`, with what tfhp's entry points set by
+    default (`startup.SETTINGS`) where it sets none."""
     values = dict(startup.SETTINGS)
     values.update(environ)
     return {name: values.get(name) for name in STARTUP_VARIABLES}
 
 
 def send(conn, message, fds=()):
+    """Sends `message` as one JSON line on the unix socket `conn`, with file descriptors."""
     data = (json.dumps(message) + '\n').encode()
     if fds:
         socket.send_fds(conn, [data], list(fds))
@@ -142,7 +147,9 @@ class ForkedTask:
         if self.returncode is None:
             try:
                 message = self._lines.read(0)
-            except EOFError:  # the keeper itself was killed; its task went with it
+            except EOFError:  # its keeper died unanswered: nothing would report its end
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, signal.SIGKILL)
                 message = {'status': -signal.SIGKILL}
             if message is not None:
                 self.returncode = message['status']
