@@ -30,19 +30,25 @@ def test_forkable_takes_tfhp_alone_or_in_a_namespace_and_refuses_anything_else()
 
 def test_a_fork_runs_tfhp_with_its_arguments_output_and_exit_status(forkserver_for_every_job):
     task = forked_task.start(_tfhp('--model=no_such_model'), dict(os.environ), subprocess.PIPE,
-                            cwd=hand_started.ROOT)
+                             cwd=hand_started.ROOT)
     assert isinstance(task, forked_task.ForkedTask)
     output = task.stdout.read()
     assert task.wait(timeout=60) == 2
     assert '--model' in output and 'no_such_model' in output, output
 
 
-def test_a_killed_fork_reports_the_signal_as_popen_does(forkserver_for_every_job):
+def _training_fork():
+    """A fork training LONG, once it has printed its 10th step."""
     task = forked_task.start(_tfhp(*LONG), dict(os.environ), subprocess.PIPE,
-                            cwd=hand_started.ROOT)
+                             cwd=hand_started.ROOT)
     for line in task.stdout:
         if line.startswith('step 10\t'):
-            break
+            return task
+    raise AssertionError('the fork ended before its 10th step: %s' % task.wait(timeout=30))
+
+
+def test_a_killed_fork_reports_the_signal_as_popen_does(forkserver_for_every_job):
+    task = _training_fork()
     assert task.poll() is None
     task.kill()
     assert task.wait(timeout=30) == -signal.SIGKILL
@@ -100,11 +106,7 @@ def test_without_a_server_named_every_task_is_started_by_exec():
 
 
 def test_a_fork_whose_keeper_died_is_killed_and_reported_so(forkserver_for_every_job):
-    task = forked_task.start(_tfhp(*LONG), dict(os.environ), subprocess.PIPE,
-                             cwd=hand_started.ROOT)
-    for line in task.stdout:
-        if line.startswith('step 10\t'):
-            break
+    task = _training_fork()
     with open('/proc/%d/stat' % task.pid) as f:
         keeper = int(f.read().rsplit(')', 1)[1].split()[1])
     os.kill(keeper, signal.SIGKILL)

@@ -44,7 +44,7 @@ class HandStartedJob:
         """Starts `task` (again, for a restart) with its command or `argv`."""
         log = open(self.log_path(task), 'a')
         self.procs[task] = forked_task.start(argv or self.commands[task], os.environ, log,
-                                            cwd=ROOT, new_session=True)
+                                             cwd=ROOT, new_session=True)
         self.started[task] = time.monotonic()
         log.close()
 
