@@ -16,7 +16,8 @@ def define():
     flags.DEFINE_string('link_port_buffer', None, 'Each switch port\'s queue, tc sizes '
                         '(1.25mb; default: 20 ms of the rate).')
     flags.DEFINE_string('link_congestion_control', None, 'The tasks\' TCP congestion control, '
-                        'one the kernel offers (cubic; default: the host\'s).')
+                        'one the host allows in a namespace '
+                        '(net.ipv4.tcp_allowed_congestion_control; default: the host\'s).')
 
 
 def options():

@@ -100,10 +100,10 @@ def test_subnet_avoids_the_hosts_routes(monkeypatch):
     (dict(rate_bps=1e8, tasks=[('worker', 0), ('worker', 0)]), 'tasks must be distinct'),
     (dict(rate_bps=1e8, task_rates_bps={('ps', 0): 1e9}),
      r"not in the network: \[\('ps', 0\)\]"),
-    # The kernel's offer is faked below: machines differ in what they build in.
+    # The host's offer is faked below: machines differ in what they build in and allow.
     (dict(rate_bps=1e8, options=links.LinkOptions(congestion_control='dctcp')),
-     r"congestion_control \(--link_congestion_control\) is 'dctcp'; this kernel offers "
-     r"reno, cubic"),
+     r"congestion_control \(--link_congestion_control\) is 'dctcp'; this host lets a "
+     r"namespace choose reno, cubic \(net.ipv4.tcp_allowed_congestion_control"),
 ])
 def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwargs, message):
     log = _fake_commands(monkeypatch)
@@ -272,7 +272,7 @@ def test_link_options_set_each_tasks_congestion_control(links_available):
     offered = links.available_congestion_controls()
     other = next((c for c in offered if c != links.congestion_control()), None)
     if other is None:
-        pytest.skip('this kernel offers one TCP congestion control only: %s' % offered)
+        pytest.skip('this host allows one TCP congestion control only: %s' % offered)
     with links.EmulatedNetwork([('ps', 0), ('worker', 0)], rate_bps=1e8,
                                options=links.LinkOptions(congestion_control=other)) as network:
         for task in network.tasks:

@@ -123,8 +123,8 @@ class LinkOptions:
       port_buffer_bytes: each switch port's queue (a task's download), bytes; None: 20 ms of
         the task's rate. At least one 64 KiB GSO packet and its headers.
       congestion_control: the TCP congestion control of every task's connections, one the
-        kernel offers (/proc/sys/net/ipv4/tcp_available_congestion_control: 'cubic', 'reno',
-        'bbr'...); None: the host's default, which each namespace inherits.
+        host lets a namespace choose (/proc/sys/net/ipv4/tcp_allowed_congestion_control:
+        'cubic', 'reno', 'bbr'...); None: the host's default, which each namespace inherits.
     Raises:
       ValueError: a value that cannot work; the message names the attribute and the
         launcher's flag for it.
@@ -285,8 +285,11 @@ def congestion_control():
 
 
 def available_congestion_controls():
-    """The TCP congestion controls this kernel offers (e.g. ['reno', 'bbr', 'cubic'])."""
-    return (_read_proc('/proc/sys/net/ipv4/tcp_available_congestion_control') or '').split()
+    """The TCP congestion controls a task's namespace may choose (e.g. ['reno', 'bbr', 'cubic']):
+    the host's `net.ipv4.tcp_allowed_congestion_control`. A kernel may build in more
+    (`tcp_available_congestion_control`), but outside the host's own namespace setting one that
+    is not allowed fails with 'Operation not permitted'."""
+    return (_read_proc('/proc/sys/net/ipv4/tcp_allowed_congestion_control') or '').split()
 
 
 def check_available():
@@ -446,7 +449,9 @@ class EmulatedNetwork:
         wanted, offered = self.options.congestion_control, available_congestion_controls()
         if wanted and wanted not in offered:
             raise ValueError('congestion_control (--link_congestion_control) is %r; this '
-                             'kernel offers %s' % (wanted, ', '.join(offered) or 'none'))
+                             'host lets a namespace choose %s (net.ipv4.'
+                             'tcp_allowed_congestion_control, which root can extend)'
+                             % (wanted, ', '.join(offered) or 'none'))
         self.name = '%s%d-%s' % (prefix, os.getpid(), secrets.token_hex(2))
         self._hub = self.name + '-hub'
         self._closed = False
