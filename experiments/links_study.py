@@ -78,10 +78,12 @@ def define_flags():
                       'each chunk pulled once applied, while later ones are pushed), "%s" '
                       '(the same with --ps_background_pulls: the next forward pass starts on '
                       'the chunks already back), "%s", "%s"; a pipelined one may end in '
-                      '@CHUNK/WINDOW, tc sizes of its chunks and window, e.g. "%s@256k/256k".'
+                      '@CHUNK/WINDOW, tc sizes of its chunks and window, e.g. "%s@256k/256k"; any '
+                      'may end in +SLICE, the dense layers built in slices of at most that '
+                      '(--layer_slice_bytes), e.g. "%s+256k".'
                       % (link_jobs.IN_TURN, link_jobs.PIPELINED, presets.PIPELINE_BYTES,
                          link_jobs.BACKGROUND, link_jobs.WINDOW, link_jobs.PRIORITY,
-                         link_jobs.PRIORITY))
+                         link_jobs.PRIORITY, link_jobs.WINDOW))
     link_flags.define()
     flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records (of '
                       'several runs: a panel per model, transfer and rate) and run nothing.')

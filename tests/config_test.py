@@ -9,6 +9,7 @@ from tfhp import config as config_lib
 @pytest.mark.parametrize('make, flag', [
     (lambda: config_lib.ModelConfig(batch_size=0), '--batch_size'),
     (lambda: config_lib.ModelConfig(batch_size=-3), '--batch_size'),
+    (lambda: config_lib.ModelConfig(layer_slice_bytes=-1), '--layer_slice_bytes'),
     (lambda: config_lib.ModelConfig(data_format='NCWH'), '--data_format'),
     (lambda: config_lib.OptimizerConfig(optimizer='lbfgs'), '--optimizer'),
     (lambda: config_lib.OptimizerConfig(learning_rate=0.0), '--learning_rate'),

@@ -95,6 +95,23 @@ def test_the_emulated_model_has_the_real_variables_and_every_gradient(model, dat
         np.testing.assert_array_equal(grad, weight)
 
 
+def test_a_sliced_profile_has_the_sliced_models_variables_and_the_same_times():
+    profile, _ = _profile('lenet', None, 0.004)
+    cfg = config_lib.BenchmarkConfig(model=config_lib.ModelConfig(
+        name='lenet', num_classes=10, layer_slice_bytes=262144))
+    spec = registry.get('lenet')
+    sliced_model = calibrate.model_variables(spec, cfg, 2, spec.image_size, 10)
+    sliced = profile.sliced(262144)
+    # dense0's 6.4 MB in 26 slices, each a layer; the others as they were.
+    assert [v for layer in sliced.layers for v in layer.variables] == sliced_model
+    assert [layer.name for layer in sliced.layers] == (
+        ['conv0', 'conv1'] + ['dense0/slice%d' % k for k in range(26)] + ['dense1'])
+    assert sliced.layers[3].forward_s == pytest.approx(0.004 * 20 / 512)
+    assert sliced.compute_s == pytest.approx(profile.compute_s)
+    assert sliced.gradient_bytes == profile.gradient_bytes
+    assert profile.sliced(0) == profile
+
+
 def _second_step_s(profile, monkeypatch):
     """Seconds of the second of two forward-and-backward passes of the emulated `profile`, and
     the tally of both (the process's, swapped for a fresh one)."""

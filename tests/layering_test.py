@@ -24,8 +24,9 @@ LAYERS = [
      'tfhp.loss_scale', 'tfhp.plots', 'tfhp.flag_help', 'tfhp.provenance'),
     # Primitives: graph pieces and values that know no strategy.
     ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
-     'tfhp.results', 'tfhp.emulation'),
-    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling'),
+     'tfhp.results'),
+    # emulation: an emulated model slices its layers as the models do (`tfhp.models.slices`).
+    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling', 'tfhp.emulation'),
     # prediction: the step model loads each ps as the replication's placement does.
     ('tfhp.data', 'tfhp.step', 'tfhp.prediction'),
     ('tfhp.config', 'tfhp.async_runner'),

@@ -1,8 +1,10 @@
-"""LayerBuilder pieces that run on the CPU in both layouts: batch norm updates, flatten."""
+"""LayerBuilder pieces that run on the CPU in both layouts: batch norm updates, flatten, dense
+layers in slices."""
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tfhp.models import layers
+from tfhp.models import slices
 
 
 def _moving_stats_after_one_update(fused, x):
@@ -65,3 +67,65 @@ def test_explicit_padding_is_built_as_same_where_it_pads_the_same():
     out, expected, num_pads = _conv_with_explicit_padding(x, 3, 2, 1)
     assert num_pads == 1 and out.shape == (2, 3, 3, 4)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_slice_widths_are_the_fewest_within_the_bytes_and_as_equal_as_can_be():
+    # lenet's dense0: 512 units of 3136 float32 weights each, 6.4 MB.
+    widths = slices.widths(512, 3136 * 4, 262144)
+    assert len(widths) == 26 and sum(widths) == 512 and set(widths) == {19, 20}
+    assert 20 * 3136 * 4 <= 262144 < 21 * 3136 * 4  # 25 slices would need 21 units in one
+    assert slices.widths(512, 3136 * 4, 0) == [512]
+    assert slices.widths(512, 3136 * 4, 512 * 3136 * 4) == [512]
+    assert slices.widths(3, 100, 10) == [1, 1, 1]  # a unit wider than a slice: one a slice
+
+
+def _dense(slice_bytes, x, weights=None):
+    """Outputs, [d out / d weight] and the variables of a dense layer (10 -> 6 units) on x;
+    `weights` ([10, 6] and [6]) are cut into the built layer's columns."""
+    with tf.Graph().as_default():
+        builder = layers.LayerBuilder(slice_bytes=slice_bytes)
+        inputs = tf.constant(x)
+        y = builder.dense(inputs, 6, activation=None)
+        variables = tf.trainable_variables()
+        grads = tf.gradients(tf.reduce_sum(y * y), variables)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            if weights is not None:
+                start = 0
+                for kernel, bias in zip(variables[::2], variables[1::2]):
+                    width = int(kernel.shape[1])
+                    kernel.load(weights[0][:, start:start + width], sess)
+                    bias.load(weights[1][start:start + width], sess)
+                    start += width
+            return sess.run([y, grads, variables]) + [[v.op.name for v in variables]]
+
+
+def test_a_sliced_dense_layer_computes_the_whole_one_and_its_gradients():
+    rng = np.random.RandomState(0)
+    x = rng.normal(size=[4, 10]).astype(np.float32)
+    weights = (rng.normal(size=[10, 6]).astype(np.float32),
+               rng.normal(size=[6]).astype(np.float32))
+    whole, whole_grads, _, whole_names = _dense(0, x, weights)
+    # 2 units of 10 float32 weights a slice: 80 bytes.
+    sliced, sliced_grads, _, names = _dense(80, x, weights)
+    assert whole_names == ['dense0/weights', 'dense0/biases']
+    assert names == ['dense0/slice%d/%s' % (k, v) for k in range(3)
+                     for v in ('weights', 'biases')]
+    np.testing.assert_allclose(sliced, whole, rtol=1e-5)
+    np.testing.assert_allclose(np.concatenate(sliced_grads[::2], 1), whole_grads[0], rtol=1e-5)
+    np.testing.assert_allclose(np.concatenate(sliced_grads[1::2]), whole_grads[1], rtol=1e-5)
+
+
+def test_a_slice_draws_its_weights_as_the_whole_layer_would():
+    x = np.zeros([1, 3136], np.float32)
+    with tf.Graph().as_default():
+        builder = layers.LayerBuilder(slice_bytes=262144)
+        builder.dense(tf.constant(x), 512)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            kernels = sess.run([v for v in tf.trainable_variables()
+                                if v.op.name.endswith('weights')])
+    assert len(kernels) == 26
+    # Glorot uniform over the whole layer: std sqrt(2 / (3136 + 512)), not over a slice's
+    # 20 outputs (std 0.0252, 7.5% more).
+    np.testing.assert_allclose(np.concatenate(kernels, 1).std(), np.sqrt(2.0 / 3648), rtol=0.01)

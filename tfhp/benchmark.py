@@ -237,7 +237,8 @@ def _model_fn(cfg, spec, topology, num_classes):
                                cfg.model.fuse_batchnorm, is_training=cfg.trains,
                                dtype=cfg.precision.dtype,
                                variable_dtype=cfg.precision.variable_dtype,
-                               delay_s=delay_s, delay_device=topology.input_device)
+                               delay_s=delay_s, delay_device=topology.input_device,
+                               slice_bytes=cfg.model.layer_slice_bytes)
 
 
 def _step_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,

@@ -62,7 +62,8 @@ def model_variables(spec, cfg, batch_size, image_size, num_classes):
         shape = ([batch_size, image_size, image_size, 3] if cfg.model.data_format == 'NHWC' else
                  [batch_size, 3, image_size, image_size])
         model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
-                                       cfg.model.fuse_batchnorm)
+                                       cfg.model.fuse_batchnorm,
+                                       slice_bytes=cfg.model.layer_slice_bytes)
         model_fn(tf.zeros(shape), tf.zeros([batch_size], tf.int32))
         trainable = {v.op.name for v in tf.trainable_variables()}
         return [profile_lib.Variable(v.op.name, tuple(v.shape.as_list()),

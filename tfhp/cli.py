@@ -49,6 +49,10 @@ flags.DEFINE_integer('num_classes', 1000, 'Number of classes of synthetic data s
 flags.DEFINE_enum('data_format', 'NHWC', config_lib.DATA_FORMATS, 'Image layout.')
 flags.DEFINE_boolean('fuse_batchnorm', True,
                      'Fused batch-norm kernel (true) or composite ops (false).')
+flags.DEFINE_integer('layer_slice_bytes', 0, 'Build each dense layer whose weights take more '
+                     'bytes as column slices of at most this many, each its own variable and '
+                     'matmul, so each slice\'s gradient can leave while the others compute '
+                     '(P3\'s parameter slicing); 0: never.')
 _group('Optimizer and learning rate')
 flags.DEFINE_enum('optimizer', 'sgd', config_lib.OPTIMIZERS, 'Optimizer.')
 flags.DEFINE_float('learning_rate', None, 'Base learning rate; default: the model\'s.')

@@ -22,13 +22,14 @@ def _after_sleep(tensor, delay_s, device):
 
 def make_model_fn(model_spec, num_classes, data_format='NHWC', fuse_batchnorm=True,
                   is_training=True, dtype='float32', variable_dtype='float32', delay_s=0.0,
-                  delay_device=None):
+                  delay_device=None, slice_bytes=0):
     """Returns model_fn(images, labels) -> (cross-entropy loss, logits) for one tower.
 
     The L2 term is added by the step builder, which knows which variables a tower owns.
     Images of any float dtype are cast to `dtype`, the dtype the model computes in (so a 16-bit
     input pipeline only halves what is staged and copied when the model computes in float32);
-    weights are stored in `variable_dtype` (see `layers.LayerBuilder`). The logits are cast to
+    weights are stored in `variable_dtype`, and dense layers of more than slice_bytes built in
+    column slices (see `layers.LayerBuilder`). The logits are cast to
     float32, so the softmax and the loss are float32 whatever the model computes in.
 
     With delay_s, the tower is a straggler slow in compute: the logits pass through a sleep on
@@ -41,7 +42,7 @@ def make_model_fn(model_spec, num_classes, data_format='NHWC', fuse_batchnorm=Tr
         images = tf.cast(images, dtype, name='model_input')
         builder = layers.LayerBuilder(data_format=data_format, is_training=is_training,
                                       fuse_batchnorm=fuse_batchnorm, dtype=dtype,
-                                      variable_dtype=variable_dtype)
+                                      variable_dtype=variable_dtype, slice_bytes=slice_bytes)
         logits = model_spec.build(builder, images, num_classes)
         logits = tf.cast(logits, tf.float32)
         if delay_s:

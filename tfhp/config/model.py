@@ -22,6 +22,9 @@ class ModelConfig:
       emulated_compute: a compute profile (`tfhp.emulation.profile`, written by
         `python -m tfhp.calibrate`): the towers build the model's variables and wait each
         layer's time instead of computing it ('': the real model).
+      layer_slice_bytes: dense layers whose weights take more bytes are built as column
+        slices of at most this many bytes, each its own variable and matmul
+        (`tfhp.models.slices`), the emulated model's too; 0: never.
     """
     name: str = 'trivial'
     batch_size: Optional[int] = None
@@ -30,9 +33,11 @@ class ModelConfig:
     data_format: str = 'NHWC'
     fuse_batchnorm: bool = True
     emulated_compute: str = ''
+    layer_slice_bytes: int = 0
 
     def __post_init__(self):
         errors.require_positive(self, 'batch_size', 'image_size', optional=True)
+        errors.require_at_least(self, 0, 'layer_slice_bytes')
         errors.require(self.num_classes > 1, '--num_classes must be at least 2, got %s',
                        self.num_classes)
         errors.require_choice(self, 'data_format', DATA_FORMATS)
@@ -48,10 +53,11 @@ class ModelConfig:
 
     @property
     def compute_profile(self):
-        """The `ComputeProfile` of --emulated_compute (None without one)."""
+        """The `ComputeProfile` of --emulated_compute (None without one), its layers sliced as
+        --layer_slice_bytes slices the model's."""
         if not self.emulated_compute:
             return None
         try:
-            return profile_lib.load(self.emulated_compute)
+            return profile_lib.load(self.emulated_compute).sliced(self.layer_slice_bytes)
         except ValueError as e:
             raise errors.ConfigError('--emulated_compute: %s' % e) from None

@@ -11,6 +11,8 @@ import dataclasses
 import json
 from typing import Optional, Tuple
 
+from tfhp.models import slices
+
 _DTYPE_BYTES = {'float32': 4, 'float16': 2, 'bfloat16': 2, 'int64': 8, 'int32': 4}
 
 
@@ -105,6 +107,31 @@ class ComputeProfile:
                        for layer in self.layers)
         return dataclasses.replace(self, layers=layers, source=source,
                                    apply_s=self.apply_s * factor)
+
+    def sliced(self, slice_bytes):
+        """This profile as the model built with `--layer_slice_bytes=slice_bytes` would be: each
+        dense layer (a 2-D '<layer>/weights' and its biases) whose weights take more bytes is
+        cut into column slices as `tfhp.models.slices` cuts it, each slice a layer of its own
+        ('<layer>/slice<k>') with its share of the layer's times."""
+        layers = []
+        for layer in self.layers:
+            weights = layer.variables[0]
+            dense = (weights.name == layer.name + '/weights' and len(weights.shape) == 2 and
+                     all(v.name == layer.name + '/biases' for v in layer.variables[1:]))
+            in_units, units = weights.shape if dense else (0, 0)
+            widths = (slices.widths(units, weights.num_bytes // units, slice_bytes) if dense
+                      else [None])
+            if len(widths) == 1:
+                layers.append(layer)
+                continue
+            for index, width in enumerate(widths):
+                name, share = slices.scope(layer.name, index), width / units
+                variables = tuple(dataclasses.replace(
+                    v, name=name + '/' + v.name.rpartition('/')[2], shape=v.shape[:-1] + (width,))
+                    for v in layer.variables)
+                layers.append(Layer(name, variables, layer.forward_s * share,
+                                    layer.backward_s * share))
+        return dataclasses.replace(self, layers=tuple(layers))
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=1)

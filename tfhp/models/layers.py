@@ -16,6 +16,8 @@ import collections
 
 import tensorflow.compat.v1 as tf
 
+from tfhp.models import slices
+
 NHWC = 'NHWC'
 NCHW = 'NCHW'
 
@@ -39,10 +41,14 @@ class LayerBuilder:
       variable_dtype: the dtype weights and biases are stored in (float32 master weights by
         default; float16 for tf_cnn_benchmarks' --fp16_vars). Batch-norm variables are float32
         whatever it is: the fused kernel takes float32 parameters for 16-bit inputs.
+      slice_bytes: a dense layer whose weights take more bytes is built as column slices of
+        at most this many bytes (`tfhp.models.slices`: variables '<layer>/slice<k>/weights'
+        and '.../biases'); 0: never.
     """
 
     def __init__(self, data_format=NHWC, is_training=True, fuse_batchnorm=True,
-                 bn_decay=0.997, bn_epsilon=1e-5, dtype=tf.float32, variable_dtype=tf.float32):
+                 bn_decay=0.997, bn_epsilon=1e-5, dtype=tf.float32, variable_dtype=tf.float32,
+                 slice_bytes=0):
         if data_format not in (NHWC, NCHW):
             raise ValueError('data_format must be NHWC or NCHW, got %r' % (data_format,))
         self.data_format = data_format
@@ -52,6 +58,7 @@ class LayerBuilder:
         self.bn_epsilon = bn_epsilon
         self.dtype = tf.as_dtype(dtype)
         self.variable_dtype = tf.as_dtype(variable_dtype)
+        self.slice_bytes = slice_bytes
         self._counts = collections.Counter()
 
     # -- shapes -------------------------------------------------------------------------------
@@ -193,17 +200,33 @@ class LayerBuilder:
                               else None)
 
     def dense(self, x, units, activation=tf.nn.relu, stddev=None, name=None):
-        """Fully connected layer on a 2-D input (flatten first)."""
+        """Fully connected layer on a 2-D input (flatten first); in column slices when its
+        weights take more than `slice_bytes`."""
         name = self._unique('dense', name)
         in_units = int(x.shape[-1])
-        if stddev is None:
-            init = tf.variance_scaling_initializer(scale=1.0, mode='fan_avg',
-                                                   distribution='uniform')
-        else:
-            init = tf.truncated_normal_initializer(stddev=stddev)
+        widths = slices.widths(units, in_units * self.variable_dtype.size, self.slice_bytes)
+
+        def affine(width):
+            if stddev is None:
+                # Glorot uniform over the whole layer's fans, so that a slice draws from what
+                # the whole layer would (scale 1 unsliced).
+                init = tf.variance_scaling_initializer(
+                    scale=(in_units + width) / (in_units + units), mode='fan_avg',
+                    distribution='uniform')
+            else:
+                init = tf.truncated_normal_initializer(stddev=stddev)
+            weights = self._weight('weights', [in_units, width], init)
+            return self._bias(tf.matmul(x, weights), width)
+
         with tf.variable_scope(name):
-            weights = self._weight('weights', [in_units, units], init)
-            y = self._bias(tf.matmul(x, weights), units)
+            if len(widths) == 1:
+                y = affine(units)
+            else:
+                parts = []
+                for index, width in enumerate(widths):
+                    with tf.variable_scope(slices.name(index)):
+                        parts.append(affine(width))
+                y = tf.concat(parts, 1)
             if activation is not None:
                 y = activation(y)
         return y
