@@ -63,6 +63,8 @@ def study():
     link_jobs.check_transfers('transfers', FLAGS.transfers)
     if FLAGS.emulated_compute:
         FLAGS.model = link_jobs.add_emulated(FLAGS.emulated_compute)
+    if FLAGS.trace_dir:
+        os.makedirs(FLAGS.trace_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as temporary:
         measured = [measure(transfer, FLAGS.trace_dir or temporary)
                     for transfer in FLAGS.transfers]
