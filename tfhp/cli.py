@@ -86,6 +86,9 @@ flags.DEFINE_enum('local_parameter_device', 'cpu', config_lib.DEVICES,
 flags.DEFINE_integer('num_intra_threads', 0, 'Intra-op thread pool size (0: TF decides).')
 flags.DEFINE_integer('num_inter_threads', 0, 'Inter-op thread pool size (0: TF decides; on the '
                      'RecordInput path two per core).')
+flags.DEFINE_boolean('thread_spinning', True, 'TensorFlow\'s thread pools spin a while before '
+                     'their idle threads sleep (its default); --nothread_spinning leaves the '
+                     'cores to the tasks beside this one.')
 flags.DEFINE_boolean('mkl', False, 'Export the Intel OpenMP settings (--kmp_*) before '
                      'TensorFlow starts.')
 flags.DEFINE_integer('kmp_blocktime', config_lib.KMP_DEFAULTS['kmp_blocktime'],

@@ -7,6 +7,7 @@ import pytest
 from tests import testing
 from tfhp import cli
 from tfhp import config as config_lib
+from tfhp import session
 from tfhp.cluster import task
 from tfhp.config import tf_config
 
@@ -209,3 +210,13 @@ def test_a_task_server_sizes_its_inter_op_pool_as_a_local_run_does(monkeypatch, 
     cfg = testing.small_config(cluster=dict(HOSTS, job_name='worker', task_index=0),
                                data={'data_dir': '/data', 'use_datasets': use_datasets})
     assert task.server_proto(cfg).inter_op_parallelism_threads == expected
+
+
+def test_a_task_server_takes_the_flags_thread_spinning(monkeypatch):
+    cfg = _flags_config('--job_name=ps', '--task_index=0', '--ps_hosts=127.0.0.1:2001',
+                        '--worker_hosts=127.0.0.1:2002', '--nothread_spinning')
+    assert not cfg.device.thread_spinning
+    default = testing.small_config(cluster=dict(HOSTS, job_name='worker', task_index=0))
+    for config, disabled in ((cfg, True), (default, False)):
+        monkeypatch.setattr(session, '_process_thread_pools', [])  # each a process of its own
+        assert task.server_proto(config).experimental.disable_thread_spinning == disabled
