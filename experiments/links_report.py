@@ -44,8 +44,9 @@ def fit(points):
 
 def _transfer(record):
     """A saturation record's transfer as figures name it (records from before the option: in
-    turn)."""
-    return link_jobs.transfer_label(record.get('transfer', link_jobs.IN_TURN))
+    turn), with the extra tfhp flags its jobs took."""
+    return ', '.join([link_jobs.transfer_label(record.get('transfer', link_jobs.IN_TURN))] +
+                     record.get('tfhp_flags', []))
 
 
 def _subject(record):

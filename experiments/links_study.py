@@ -85,6 +85,8 @@ def define_flags():
                          link_jobs.BACKGROUND, link_jobs.WINDOW, link_jobs.PRIORITY,
                          link_jobs.PRIORITY, link_jobs.WINDOW))
     link_flags.define()
+    flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every job of every study (e.g. '
+                      '--nothread_spinning); records and labels name them.')
     flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records (of '
                       'several runs: a panel per model, transfer and rate) and run nothing.')
     flags.DEFINE_list('modes', list(presets.LINKS), 'modes: the modes (%s).' % ', '.join(
@@ -114,6 +116,21 @@ def define_flags():
 def _row(labels, num_ps, num_workers, args, rate, link_options):
     return functools.partial(link_jobs.measure, labels, num_ps, num_workers, args, rate,
                              link_options=link_options)
+
+
+def with_flags(rows, tfhp_flags):
+    """`rows` whose jobs also take `tfhp_flags` (appended to each job's own), their records
+    saying so (`tfhp_flags`, and the label)."""
+    if not tfhp_flags:
+        return rows
+    changed = []
+    for row in rows:
+        labels, num_ps, num_workers, args, rate = row.args
+        labels = dict(labels, tfhp_flags=list(tfhp_flags),
+                      label='%s, %s' % (labels['label'], ' '.join(tfhp_flags)))
+        changed.append(functools.partial(row.func, labels, num_ps, num_workers,
+                                         list(args) + list(tfhp_flags), rate, **row.keywords))
+    return changed
 
 
 def saturation_rows(models, rates, num_ps, workers, steps, warmup_steps,
@@ -224,7 +241,7 @@ def rows(studies):
                                       FLAGS.backup_workers, FLAGS.straggler_delay_ms, *steps,
                                       link_options=options),
     }
-    return {study: make[study]() for study in studies}
+    return {study: with_flags(make[study](), FLAGS.tfhp_flags) for study in studies}
 
 
 def plot_path(path, study, several):

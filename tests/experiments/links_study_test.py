@@ -287,3 +287,14 @@ def test_modes_and_precision_run_a_tiny_job_each(tmp_path, links_available):
     assert record['gradients'] == 'bfloat16'
     # The gradient goes up in 16 bits, the variables come down in 32.
     assert record['turns_ms'] == pytest.approx(1.5 * record['bound_ms'])
+
+
+def test_extra_tfhp_flags_reach_every_job_and_name_its_record():
+    [row] = links_study.modes_rows('null_dense', '1gbit', [2], 2, 1, names=['pipelined'])
+    assert links_study.with_flags([row], []) == [row]
+    [flagged] = links_study.with_flags([row], ['--nothread_spinning'])
+    labels, _, _, args, _ = flagged.args
+    assert args == list(row.args[3]) + ['--nothread_spinning']
+    assert labels['tfhp_flags'] == ['--nothread_spinning']
+    assert labels['label'] == row.args[0]['label'] + ', --nothread_spinning'
+    assert flagged.keywords == row.keywords
