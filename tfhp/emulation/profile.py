@@ -118,10 +118,9 @@ class ComputeProfile:
             weights = layer.variables[0]
             dense = (weights.name == layer.name + '/weights' and len(weights.shape) == 2 and
                      all(v.name == layer.name + '/biases' for v in layer.variables[1:]))
-            in_units, units = weights.shape if dense else (0, 0)
-            widths = (slices.widths(units, weights.num_bytes // units, slice_bytes) if dense
-                      else [None])
-            if len(widths) == 1:
+            units = weights.shape[1] if dense else 0
+            widths = slices.widths(units, weights.num_bytes // units, slice_bytes) if dense else []
+            if len(widths) < 2:
                 layers.append(layer)
                 continue
             for index, width in enumerate(widths):
