@@ -46,7 +46,8 @@ run links_pull_clocked_cubic python -m experiments.links_study --studies=saturat
 run links_ring_300mbit python -m experiments.links_study --studies=modes --modes=all_reduce,all_reduce_subdivs4 --modes_workers=2,4,6 --modes_rate=300mbit --repeats=3 --result_file="$OUT/links_ring_300mbit.jsonl" $(plot links_ring_300mbit)
 run links_layer_slices python -m experiments.links_study --studies=saturation --emulated_compute=experiments/profiles/lenet_x10.json --models=lenet@emulated --saturation_transfers="background window","background window+256k","background priority@256k/256k+256k" --rates=100mbit --num_ps=1 --workers=1,2 --repeats=3 --link_congestion_control=cubic --result_file="$OUT/links_layer_slices.jsonl" $(plot links_layer_slices)
 run links_spinning python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --repeats=3 --result_file="$OUT/links_spinning.jsonl"
-run links_no_spinning python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --repeats=3 --tfhp_flags=--nothread_spinning --result_file="$OUT/links_spinning.jsonl" $(plot links_spinning)
+run links_no_spinning python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --repeats=3 --tfhp_flags=--nothread_spinning --result_file="$OUT/links_spinning.jsonl"
+[ -n "$(plot links_spinning)" ] && run links_spinning_plot python -m experiments.links_study --studies=modes --replot="$OUT/links_spinning.jsonl" $(plot links_spinning)
 run bucket_timeline python -m experiments.bucket_timeline --rate=60mbit --result_file="$OUT/bucket_timeline.jsonl" $(plot bucket_timeline)
 run chaos python -m experiments.chaos --result_file="$OUT/chaos.jsonl" $(plot chaos)  # 20 minutes
 # The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
