@@ -93,6 +93,13 @@ from tfhp import config as config_lib
         replication=config_lib.ReplicationConfig(gradient_compression='topk',
                                                  momentum_correction=0.9)),
      '--momentum_correction .* must be plain SGD \(--optimizer=sgd\), got --optimizer=momentum'),
+    # A between-graph worker's extra steps alone would stall its synchronous peers.
+    (lambda: config_lib.BenchmarkConfig(
+        replication=config_lib.ReplicationConfig(variable_update='distributed_replicated'),
+        profile=config_lib.ProfileConfig(tfprof_file='/tmp/p.pb'),
+        cluster=config_lib.ClusterConfig(job_name='worker', task_index=0, ps_hosts=('h:1',),
+                                         worker_hosts=('h:2', 'h:3'))),
+     '--tfprof_file profiles extra steps of one process; between graphs trace'),
 ])
 def test_invalid_settings_name_the_flag(make, flag):
     with pytest.raises(config_lib.ConfigError, match=flag):

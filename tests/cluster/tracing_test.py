@@ -14,6 +14,7 @@ from tfhp.cluster import worker
 from tfhp.config import profile as profile_lib
 from tfhp.ops import session_hooks
 from tfhp.profiling import capture
+from tfhp.profiling import graphs
 
 
 class _Seen(tf.train.SessionRunHook):
@@ -50,9 +51,10 @@ def test_a_traced_run_through_a_task_session_returns_its_step_stats():
     assert seen == [metadata]
 
 
-def _cfg(task_index, trace_file):
+def _cfg(task_index, trace_file, partitioned=None):
     return types.SimpleNamespace(
-        profile=profile_lib.ProfileConfig(trace_file=trace_file, trace_step=3),
+        profile=profile_lib.ProfileConfig(trace_file=trace_file, trace_step=3,
+                                          partitioned_graph_file_prefix=partitioned),
         cluster=types.SimpleNamespace(task_index=task_index))
 
 
@@ -78,6 +80,30 @@ def test_with_task_in_the_path_every_worker_writes_its_own_trace(tmp_path):
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ['step.%d.json%s' % (i, s) for i in (0, 1, 2)
                        for s in ('', capture.RUN_METADATA_SUFFIX)]
+
+
+def test_the_traced_step_writes_its_partition_graphs_chief_or_each_worker(tmp_path):
+    _, metadata, _ = _traced_run()
+    devices = {graphs.device_suffix(g.node[0].device) for g in metadata.partition_graphs}
+    for prefix, writers in (('chief.pbtxt', [0]), ('w{task}.pbtxt', [0, 1])):
+        for task_index in (0, 1):
+            # Without --trace_file the extra step runs for the graphs alone.
+            tracing = worker._tracing(_cfg(task_index, None, str(tmp_path / prefix)), print,
+                                      [], None)
+            assert tracing['trace_step'] == 3
+            tracing['on_trace'](3, metadata)
+        stem = prefix.split('.')[0].replace('{task}', '%d')
+        expected = {(stem % i if '%d' in stem else stem) + d + '.pbtxt'
+                    for i in writers for d in devices}
+        assert expected <= {p.name for p in tmp_path.iterdir()}
+    assert len(list(tmp_path.iterdir())) == 3 * len(devices)
+
+
+def test_the_chief_writes_an_output_and_with_task_in_its_path_every_worker():
+    assert worker._task_path('/t/g.pb', 0) == '/t/g.pb'
+    assert worker._task_path('/t/g.pb', 1) is None
+    assert worker._task_path('/t/g.{task}.pb', 2) == '/t/g.2.pb'
+    assert worker._task_path(None, 0) is None
 
 
 def _sleep(seconds, name):

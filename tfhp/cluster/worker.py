@@ -50,6 +50,7 @@ from tfhp.cluster import watchdog
 from tfhp.data import errors as data_errors
 from tfhp.ops import session_hooks
 from tfhp.profiling import capture
+from tfhp.profiling import graphs as graphs_lib
 from tfhp.replication import collective_workers
 
 # The collective group of the all-reduce jobs' stop values (the manager's is GROUP_KEY).
@@ -196,6 +197,9 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
                           (control.STOP_MARGIN, warm_and_timed), combine_stop)
     startup.mark('graph')
     built = graph.built
+    graph_file = _task_path(cfg.profile.graph_file, index)
+    if graph_file:
+        log('Wrote the graph to %s' % graphs_lib.write_graph(built.graph, graph_file))
     set_end = graph.end_at_target or graph.end_after[warm_and_timed]
     hooks = []
     if topology.is_chief and not collective and by_global_step:
@@ -397,21 +401,31 @@ def _settle(sess, hooks):
             hook.settle(sess)
 
 
+def _task_path(path, index):
+    """The path this worker writes an output of --trace_file, --graph_file or
+    --partitioned_graph_file_prefix to: the chief (task 0) writes it, and with `{task}` in it
+    every worker writes its own, the task index in place of `{task}`; None: not this worker."""
+    if path and (index == 0 or TRACE_TASK in path):
+        return path.replace(TRACE_TASK, str(index))
+    return None
+
+
 def _tracing(cfg, log, hooks, sess):
-    """run_steps' trace_step and on_trace for --trace_file: every worker runs timed step
-    --trace_step traced (an extra, untimed step, so that the workers of a synchronous job still
-    take their steps together), and the chief (task 0) writes the trace files; with `{task}`
-    in the path, every worker writes its own, the task index in place of `{task}`
-    (`tfhp.profiling.worker_phases` lines them up)."""
+    """run_steps' trace_step and on_trace for --trace_file and --partitioned_graph_file_prefix:
+    every worker runs timed step --trace_step traced (an extra, untimed step, so that the
+    workers of a synchronous job still take their steps together), and `_task_path` says who
+    writes the trace files and the step's partition graphs (the traced run returns both;
+    `tfhp.profiling.worker_phases` lines up the workers' traces)."""
     profile = cfg.profile
-    if not profile.trace_file:
+    if not (profile.trace_file or profile.partitioned_graph_file_prefix):
         return {}
     write = None
     index = cfg.cluster.task_index
-    if index == 0 or TRACE_TASK in profile.trace_file:
-        write = capture.trace_writer(profile.trace_file.replace(TRACE_TASK, str(index)),
-                                     profile.trace_memory, log,
+    trace_file = _task_path(profile.trace_file, index)
+    if trace_file:
+        write = capture.trace_writer(trace_file, profile.trace_memory, log,
                                      chrome=profile.use_chrome_trace_format)
+    prefix = _task_path(profile.partitioned_graph_file_prefix, index)
     # Background runs (background pulls, the sync chief's updates, priority pushes) are traced
     # from one extra step before the traced one, and those that overlap it, or the work
     # beside it that the step leaves (`settle`: its last pulls; with priority pushes, the
@@ -428,6 +442,9 @@ def _tracing(cfg, log, hooks, sess):
         background = [trace for hook in loops for trace in hook.loop_traces(wait_s)]
         if write:
             write(step, capture.with_background(run_metadata, background, settled_micros))
+        if prefix:
+            for path in graphs_lib.write_partition_graphs(run_metadata, prefix):
+                log('Wrote partitioned graph %s' % path)
 
     return {'trace_step': profile.trace_step, 'on_trace': on_trace,
             'before_trace': (lambda: [h.trace_loops() for h in loops]) if loops else None}

@@ -156,6 +156,10 @@ def _check_cluster(cfg):
                    '--variable_update=%s is in-graph; between-graph jobs take %s', update,
                    ', '.join(modes.names(lambda s: s.graph_per_worker)))
     errors.require(cluster.job_name != 'ps' or cluster.ps_hosts, '--job_name=ps needs --ps_hosts')
+    # Its extra steps would be one worker's alone: a synchronous job's steps go in pairs.
+    errors.require(not cfg.profile.tfprof_file,
+                   '--tfprof_file profiles extra steps of one process; between graphs trace a '
+                   'step of every worker instead (--trace_file, with {task} in the path)')
     errors.require(cluster.cross_replica_sync or strategy.asynchronous,
                    '--variable_update=%s is synchronous; drop --cross_replica_sync=false', update)
     errors.require(cluster.replicas_to_aggregate in (None, cluster.num_workers) or strategy.spares,
