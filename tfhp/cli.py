@@ -290,6 +290,10 @@ flags.DEFINE_boolean('ps_push_priority', False, 'With --ps_background_pulls: gra
                      'first layer\'s passes the later layers\' chunks still waiting), from sender '
                      'threads of the worker, as many bytes on the way to each ps task as '
                      '--ps_pipeline_window (0: one push at a time).')
+flags.DEFINE_boolean('grpc_batched_reads', False, 'A cluster task\'s gRPC reads each message '
+                     'once its bytes are in (gRPC\'s experiments %s: SO_RCVLOWAT sized by the '
+                     'message), not at every arrival of a few packets: fewer wake-ups of its '
+                     'threads on shared cores.' % ','.join(config_lib.GRPC_BATCHED_READS))
 flags.DEFINE_boolean('ps_pull_clock', False, 'With --ps_pipeline_bytes (no window, no '
                      'background pulls): each push leaves once the pull two pushes back in its '
                      'chain is in, not once the ps\'s receipt of the push before is back, which '
@@ -414,7 +418,8 @@ def runtime_environment(cfg, environ):
     --mkl exports the Intel OpenMP settings (tf_cnn_benchmarks' meaning). --xla makes every
     session of this process auto-cluster (TF_XLA_FLAGS --tf_xla_auto_jit=1, which reaches the
     sessions a cluster task makes too) and lets the CPU do so (--tf_xla_cpu_global_jit; without
-    it TensorFlow auto-clusters on GPUs only).
+    it TensorFlow auto-clusters on GPUs only). --grpc_batched_reads adds gRPC's experiments
+    to GRPC_EXPERIMENTS, which gRPC reads at its first use (a forked task's too).
 
     Args:
       cfg: the BenchmarkConfig.
@@ -423,6 +428,11 @@ def runtime_environment(cfg, environ):
       {variable: value} to set before TensorFlow is imported.
     """
     variables = cfg.device.openmp_environment()
+    if cfg.cluster.grpc_batched_reads:
+        present = [e for e in environ.get('GRPC_EXPERIMENTS', '').split(',') if e]
+        missing = [e for e in config_lib.GRPC_BATCHED_READS if e not in present]
+        if missing:
+            variables['GRPC_EXPERIMENTS'] = ','.join(present + missing)
     if cfg.xla.xla:
         wanted = ['--tf_xla_auto_jit=1'] + (['--tf_xla_cpu_global_jit'] if
                                             cfg.device.device == 'cpu' else [])

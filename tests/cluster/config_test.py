@@ -1,6 +1,9 @@
 """Cluster settings: flags and TF_CONFIG to ClusterConfig, and every refusal naming its flag."""
 import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -220,3 +223,45 @@ def test_a_task_server_takes_the_flags_thread_spinning(monkeypatch):
     for config, disabled in ((cfg, True), (default, False)):
         monkeypatch.setattr(session, '_process_thread_pools', [])  # each a process of its own
         assert task.server_proto(config).experimental.disable_thread_spinning == disabled
+
+
+def test_batched_reads_turn_grpc_experiments_on_in_a_cluster_task_only():
+    on = testing.replace(testing.small_config(), 'cluster', job_name='ps', task_index=0,
+                         grpc_batched_reads=True, **HOSTS)
+    names = ','.join(config_lib.GRPC_BATCHED_READS)
+    assert names == 'tcp_rcv_lowat,tcp_frame_size_tuning'
+    assert cli.runtime_environment(on, {}) == {'GRPC_EXPERIMENTS': names}
+    # The user's own experiments stay, and none is named twice.
+    assert cli.runtime_environment(on, {'GRPC_EXPERIMENTS': '-event_engine_client,tcp_rcv_lowat'}
+                                   ) == {'GRPC_EXPERIMENTS': '-event_engine_client,tcp_rcv_lowat,'
+                                                             'tcp_frame_size_tuning'}
+    assert cli.runtime_environment(on, {'GRPC_EXPERIMENTS': names}) == {}
+    assert 'GRPC_EXPERIMENTS' not in cli.runtime_environment(
+        testing.replace(on, 'cluster', grpc_batched_reads=False), {})
+    with pytest.raises(config_lib.ConfigError, match='--grpc_batched_reads sets the gRPC of a '
+                       "cluster's tasks; one process has none"):
+        config_lib.ClusterConfig(grpc_batched_reads=True)
+
+
+_FORKED_SERVER = r'''
+import os, sys
+import tensorflow.compat.v1 as tf
+pid = os.fork()
+if pid == 0:  # as a forked task: TensorFlow imported before, the variable set after
+    os.environ['GRPC_EXPERIMENTS'] = 'tcp_rcv_lowat'
+    tf.train.Server.create_local_server()
+    sys.stderr.flush()
+    os._exit(0)
+os.waitpid(pid, 0)
+'''
+
+
+def test_grpc_reads_its_experiments_at_first_use_after_import_and_fork():
+    # What lets a task forked from the forkserver (TensorFlow imported long before) and a
+    # task started anew both take --grpc_batched_reads from cli.runtime_environment.
+    env = dict(os.environ, GRPC_VERBOSITY='debug', TF_CPP_MIN_LOG_LEVEL='0')
+    env.pop('GRPC_EXPERIMENTS', None)
+    proc = subprocess.run([sys.executable, '-c', _FORKED_SERVER], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert re.search(r'gRPC experiments: [^;]*tcp_rcv_lowat:on', proc.stderr), proc.stderr[-2000:]

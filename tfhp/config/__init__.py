@@ -71,6 +71,7 @@ RunConfig = run.RunConfig
 JOB_NAMES = cluster.JOB_NAMES
 GRAPH_MODES = cluster.GRAPH_MODES
 STRAGGLER_MODES = cluster.STRAGGLER_MODES
+GRPC_BATCHED_READS = cluster.GRPC_BATCHED_READS
 check_address = cluster.check_address
 ClusterConfig = cluster.ClusterConfig
 

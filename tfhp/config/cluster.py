@@ -12,6 +12,10 @@ GRAPH_MODES = modes.CLUSTER_GRAPH_MODES
 # What every stateful op of TensorFlow takes as a container name (StagingArea refuses '_').
 _CONTAINER = re.compile(r'^[A-Za-z0-9.][A-Za-z0-9.\-]*$')
 _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$')
+# gRPC's experiments behind --grpc_batched_reads (its GRPC_EXPERIMENTS names): the receiver's
+# socket wakes it once the bytes of the message it reads are in (SO_RCVLOWAT), sized by the
+# transport's estimate of that message, not at every arrival.
+GRPC_BATCHED_READS = ('tcp_rcv_lowat', 'tcp_frame_size_tuning')
 
 
 def check_address(address, flag):
@@ -74,6 +78,8 @@ class ClusterConfig:
         and evaluates as one process does, and resets the container as it ends.
       container_reset: such a client resets its container as it ends; False leaves its
         variables on the ps tasks (what the reset saves: `experiments/cluster_search.py`).
+      grpc_batched_reads: the task's gRPC runs with GRPC_BATCHED_READS on (set in its
+        environment before TensorFlow starts, `tfhp.cli.runtime_environment`).
     """
     job_name: str = ''
     task_index: int = 0
@@ -100,11 +106,14 @@ class ClusterConfig:
     serve_clients: bool = False
     container: str = ''
     container_reset: bool = True
+    grpc_batched_reads: bool = False
 
     def __post_init__(self):
         if not self.job_name:
             errors.require(not (self.ps_hosts or self.worker_hosts or self.controller_host),
                            '--ps_hosts/--worker_hosts/--controller_host need --job_name')
+            errors.require(not self.grpc_batched_reads, '--grpc_batched_reads sets the gRPC of '
+                           'a cluster\'s tasks; one process has none: add --job_name or drop it')
             return
         errors.require_choice(self, 'job_name', JOB_NAMES)
         errors.require(self.worker_hosts, '--job_name=%s needs --worker_hosts', self.job_name)
