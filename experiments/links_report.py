@@ -300,7 +300,7 @@ def plot_saturation(records, path, caption=None):
     # Panels of one rate (models side by side) compare on one y axis.
     plots.line_panels(path, panels, 'workers', 'global step time, ms',
                       title='parameter-server saturation on emulated links: %s'
-                      % plots.spread_text(records[0]['repeats']),
+                      % plots.spread_text([r.get('repeats', 1) for r in records]),
                       xticks=[(w, str(w)) for w in workers],
                       sharey=len({r['rate'] for r in records}) == 1, caption=caption)
 
@@ -322,7 +322,7 @@ def plot_modes(records, path, caption=None):
     plots.line_panels(path, [('%s on %s links' % (records[0]['model'], records[0]['rate']),
                               series, [])], 'workers', 'global step time, ms',
                       title='synchronous modes, dotted: each one\'s duplex bound; %s'
-                      % plots.spread_text(records[0]['repeats']),
+                      % plots.spread_text([r.get('repeats', 1) for r in records]),
                       xticks=[(w, str(w)) for w in workers],
                       caption=caption)
 
@@ -356,7 +356,7 @@ def plot_precision(records, path, caption=None):
                              series('worker_received_mb'))],
                      title='%s, %d workers on %s links: %s' % (
                          what, records[0]['num_workers'], records[0]['rate'],
-                         plots.spread_text(records[0]['repeats'])),
+                         plots.spread_text([r.get('repeats', 1) for r in records])),
                      caption=caption)
 
 
@@ -373,7 +373,7 @@ def plot_backup(records, path, caption=None):
                             ('late gradients dropped (timed steps)', 'gradients', rates,
                              series('dropped_gradients'))],
                      title='one straggler, one backup worker (%d workers, 1 ps): %s' % (
-                         records[0]['num_workers'], plots.spread_text(records[0]['repeats'])),
+                         records[0]['num_workers'], plots.spread_text([r.get('repeats', 1) for r in records])),
                      caption=caption)
 
 

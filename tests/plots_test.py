@@ -122,6 +122,9 @@ def test_spread_text():
     assert plots.spread_text(3) == 'median and min-max of 3 repeats'
     assert plots.spread_text(10, 'runs') == 'median and min-max of 10 runs'
     assert plots.spread_text(1) == 'one run'
+    # Lines of a figure that summarise different counts: their range, not the first's.
+    assert plots.spread_text([6, 3, 6]) == 'median and min-max of 3-6 repeats'
+    assert plots.spread_text([3, 3]) == 'median and min-max of 3 repeats'
 
 
 def test_the_caption_names_machine_date_and_commit(tmp_path):

@@ -83,8 +83,13 @@ def draw_with_svg(plot_one, path):
 
 def spread_text(count, noun='repeats'):
     """How a figure's lines and bars summarise `count` runs: 'median and min-max of 3 repeats',
-    or 'one run' (no spread to draw)."""
-    return 'median and min-max of %d %s' % (count, noun) if count > 1 else 'one run'
+    or 'one run' (no spread to draw); `count` may be every line's count, drawn as their range
+    where they differ ('of 3-6 repeats')."""
+    counts = sorted(set(count if isinstance(count, (list, tuple, set)) else [count]))
+    if counts[-1] <= 1:
+        return 'one run'
+    told = '%d' % counts[0] if len(counts) == 1 else '%d-%d' % (counts[0], counts[-1])
+    return 'median and min-max of %s %s' % (told, noun)
 
 
 def _styled(draw):
