@@ -13,13 +13,18 @@ between the two tasks; its CPU is both processes' (utime + stime from /proc), pe
                transfer)
 Figures: per transfer, (probe - local) / N; per MB (chunks, whole), (probe - local) / MB. Each
 probe runs --steps times after --warmup_steps, in rounds over the probes (--repeats), reported
-as median [min-max]. On the machines of docs/results.md a transfer that waits for the one
+as median [min-max]. With --link_rate the two tasks sit on emulated links of that rate
+(`tfhp.launcher.links`; the study runs itself again inside the worker's namespace), so the
+figures hold what the kernel and gRPC do per packet too; --grpc_batched_reads runs both tasks'
+gRPC as tfhp's flag of that name does. On the machines of docs/results.md a transfer that waits for the one
 before costs several times one sent beside others: each wakes the threads on both sides
 (TensorFlow's executor, gRPC's event engine) from idle, and on two cores of a VM a wake-up is
 dear.
 
   python -m experiments.transfer_costs                        # 64 transfers, 128 KiB chunks
   python -m experiments.transfer_costs --transfers=128 --chunk_bytes=32768 --repeats=5
+  python -m experiments.transfer_costs --link_rate=100mbit --transfers=16 --steps=3 \
+      --chunk_bytes=1048576 --grpc_batched_reads                # root: emulated links
 """
 import functools
 import os
@@ -34,6 +39,8 @@ import tensorflow.compat.v1 as tf
 from experiments import common
 from experiments import frame
 from tfhp import compat
+from tfhp import config as config_lib
+from tfhp.launcher import links
 from tfhp.launcher import plan
 
 FLAGS = flags.FLAGS
@@ -62,6 +69,12 @@ def define_flags():
     """The study's own flags (the common ones are the frame's)."""
     flags.DEFINE_integer('transfers', 64, 'N: transfers of each probe.')
     flags.DEFINE_integer('chunk_bytes', 128 << 10, 'Bytes of each chunk (a multiple of 4).')
+    flags.DEFINE_string('link_rate', None, 'Emulated links of this rate (tc units, e.g. 1gbit; '
+                        'needs root); none: loopback.')
+    flags.DEFINE_boolean('grpc_batched_reads', False, 'Both tasks\' gRPC with tfhp\'s '
+                         '--grpc_batched_reads experiments.')
+    flags.DEFINE_string('emulated_hosts', None, 'Internal: ps address, worker address and the '
+                        'ps namespace, when the study runs inside the worker\'s namespace.')
 
 
 def build_probes(num, chunk_floats, ps_device=PS_DEVICE, worker_device=WORKER_DEVICE):
@@ -105,13 +118,23 @@ def _own_cpu_s():
 
 
 class _Pair:
-    """The ps child, this process's worker server, a session and the probes."""
+    """The ps child, this process's worker server, a session and the probes.
 
-    def __init__(self, num, chunk_bytes):
-        ps_port, worker_port = plan.free_ports(2)
-        ps, worker = '127.0.0.1:%d' % ps_port, '127.0.0.1:%d' % worker_port
+    Args:
+      num, chunk_bytes: the probes' N and chunk size.
+      emulated: (ps address, worker address, the ps's namespace) on emulated links; None:
+        two free ports of 127.0.0.1.
+    """
+
+    def __init__(self, num, chunk_bytes, emulated=None):
+        if emulated:
+            ps, worker, namespace = emulated
+            prefix = ['ip', 'netns', 'exec', namespace]
+        else:
+            ps, worker = ('127.0.0.1:%d' % port for port in plan.free_ports(2))
+            prefix = []
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2')
-        self.child = subprocess.Popen([sys.executable, '-c', _PS_CHILD, ps, worker],
+        self.child = subprocess.Popen(prefix + [sys.executable, '-c', _PS_CHILD, ps, worker],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
                                       text=True)
         if self.child.stdout.readline().strip() != 'serving':
@@ -139,20 +162,22 @@ class _Pair:
 
 
 @functools.lru_cache(maxsize=None)
-def _pair(num, chunk_bytes):
-    return _Pair(num, chunk_bytes)
+def _pair(num, chunk_bytes, emulated):
+    return _Pair(num, chunk_bytes, emulated and tuple(emulated.split(',')))
 
 
 def measure(probe, seed):
     """One probe's record, its CPU taken beside the baseline (`local`) of the same round."""
     del seed  # the repeats are timings of one graph: nothing varies by seed
-    pair = _pair(FLAGS.transfers, FLAGS.chunk_bytes)
+    pair = _pair(FLAGS.transfers, FLAGS.chunk_bytes, FLAGS.emulated_hosts)
     wall_s, cpu_s = pair.measure(probe, FLAGS.steps, FLAGS.warmup_steps)
     _, base_s = pair.measure('local', FLAGS.steps, FLAGS.warmup_steps)
     _, transfers, num_bytes = pair.probes[probe]
     extra_ms = 1000.0 * (cpu_s - base_s)
     return {'study': 'transfer_costs', 'probe': probe, 'transfers': transfers,
-            'chunk_bytes': FLAGS.chunk_bytes, 'bytes': num_bytes, 'wall_ms': 1000.0 * wall_s,
+            'chunk_bytes': FLAGS.chunk_bytes, 'bytes': num_bytes,
+            'link_rate': FLAGS.link_rate or 'loopback',
+            'grpc_batched_reads': FLAGS.grpc_batched_reads, 'wall_ms': 1000.0 * wall_s,
             'cpu_ms': 1000.0 * cpu_s,
             'cpu_ms_per_transfer': (extra_ms / transfers if transfers > 1 and not num_bytes
                                     else None),
@@ -166,13 +191,17 @@ def study():
                               '--chunk_bytes must be a positive multiple of 4') if why]
     if errors:
         raise SystemExit('transfer_costs: ' + '; '.join(errors))
+    if FLAGS.link_rate and not FLAGS.emulated_hosts:
+        return _inside_emulated_links()
+    if FLAGS.grpc_batched_reads:  # before this process's first server; the ps child inherits it
+        os.environ['GRPC_EXPERIMENTS'] = ','.join(config_lib.GRPC_BATCHED_READS)
     compat.enable_graph_mode()
     try:
         records = common.repeat_in_rounds([functools.partial(measure, p) for p in PROBES],
                                           FLAGS.repeats, 0, FIGURES)
     finally:
         if _pair.cache_info().currsize:
-            pair = _pair(FLAGS.transfers, FLAGS.chunk_bytes)
+            pair = _pair(FLAGS.transfers, FLAGS.chunk_bytes, FLAGS.emulated_hosts)
             pair.session.close()
             pair.child.stdin.close()
             pair.child.wait(timeout=_TIMEOUT_S)
@@ -181,6 +210,18 @@ def study():
             if all(v is None for v in record[key]['values']):
                 record[key] = None
     frame.report(records, TABLE)
+
+
+def _inside_emulated_links():
+    """Runs this study again in the worker's namespace of a two-task emulated network, the ps
+    child in the ps's; returns its exit status."""
+    ps, worker = ('ps', 0), ('worker', 0)
+    with links.EmulatedNetwork([ps, worker], links.parse_rate(FLAGS.link_rate)) as network:
+        hosts = '%s,%s,%s' % (network.hosts('ps')[0], network.hosts('worker')[0],
+                              network.namespace(ps))
+        argv = [sys.executable, '-m', 'experiments.transfer_costs'] + sys.argv[1:] + [
+            '--emulated_hosts=' + hosts]
+        return subprocess.run(network.command(worker, argv)).returncode
 
 
 if __name__ == '__main__':
