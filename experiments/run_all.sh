@@ -48,6 +48,14 @@ run links_layer_slices python -m experiments.links_study --studies=saturation --
 run links_spinning python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --repeats=3 --result_file="$OUT/links_spinning.jsonl"
 run links_no_spinning python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --repeats=3 --tfhp_flags=--nothread_spinning --result_file="$OUT/links_spinning.jsonl"
 [ -n "$(plot links_spinning)" ] && run links_spinning_plot python -m experiments.links_study --studies=modes --replot="$OUT/links_spinning.jsonl" $(plot links_spinning)
+run transfer_costs python -m experiments.transfer_costs --repeats=5 --result_file="$OUT/transfer_costs.jsonl"
+for rate in 1gbit 100mbit; do for reads in nogrpc_batched_reads grpc_batched_reads; do
+  run "transfer_costs_${rate}_$reads" python -m experiments.transfer_costs --link_rate=$rate --transfers=16 --chunk_bytes=1048576 --steps=3 --repeats=3 --$reads --result_file="$OUT/transfer_costs.jsonl"
+done; done
+for reads in "" --tfhp_flags=--grpc_batched_reads; do
+  run "links_batched_reads${reads:+_on}" python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --steps=20 --warmup_steps=3 --repeats=3 --link_congestion_control=cubic $reads --result_file="$OUT/links_batched_reads.jsonl"
+done
+[ -n "$(plot links_batched_reads)" ] && run links_batched_reads_plot python -m experiments.links_study --studies=modes --replot="$OUT/links_batched_reads.jsonl" $(plot links_batched_reads)
 run bucket_timeline python -m experiments.bucket_timeline --rate=60mbit --result_file="$OUT/bucket_timeline.jsonl" $(plot bucket_timeline)
 run chaos python -m experiments.chaos --result_file="$OUT/chaos.jsonl" $(plot chaos)  # 20 minutes
 # The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.
