@@ -373,7 +373,8 @@ def plot_backup(records, path, caption=None):
                             ('late gradients dropped (timed steps)', 'gradients', rates,
                              series('dropped_gradients'))],
                      title='one straggler, one backup worker (%d workers, 1 ps): %s' % (
-                         records[0]['num_workers'], plots.spread_text([r.get('repeats', 1) for r in records])),
+                         records[0]['num_workers'],
+                         plots.spread_text([r.get('repeats', 1) for r in records])),
                      caption=caption)
 
 

@@ -1,8 +1,9 @@
 """What TensorFlow's gRPC runtime costs per transfer between two tasks: CPU, not bytes.
 
-A ps task (a child process) and a worker (this process) on 127.0.0.1, no emulated link, so
-every figure is the runtime's own work. Each probe is one `session.run` that moves tensors
-between the two tasks; its CPU is both processes' (utime + stime from /proc), per run:
+A ps task (a child process) and a worker (this process) on 127.0.0.1, no emulated link (unless
+--link_rate, below), so every figure is the runtime's own work. Each probe is one
+`session.run` that moves tensors between the two tasks; its CPU is both processes' (utime +
+stime from /proc), per run:
   local        N scalar ops on the ps, their sum fetched: one transfer (the baseline)
   concurrent   N scalars made on the ps and summed on the worker: N transfers at once
   sequential   a chain of N scalar transfers, ps -> worker -> ps ..., each waiting for the one
@@ -16,10 +17,10 @@ probe runs --steps times after --warmup_steps, in rounds over the probes (--repe
 as median [min-max]. With --link_rate the two tasks sit on emulated links of that rate
 (`tfhp.launcher.links`; the study runs itself again inside the worker's namespace), so the
 figures hold what the kernel and gRPC do per packet too; --grpc_batched_reads runs both tasks'
-gRPC as tfhp's flag of that name does. On the machines of docs/results.md a transfer that waits for the one
-before costs several times one sent beside others: each wakes the threads on both sides
-(TensorFlow's executor, gRPC's event engine) from idle, and on two cores of a VM a wake-up is
-dear.
+gRPC as tfhp's flag of that name does. On the machines of docs/results.md a transfer that
+waits for the one before costs several times one sent beside others: each wakes the threads
+on both sides (TensorFlow's executor, gRPC's event engine) from idle, and on two cores of a VM
+a wake-up is dear.
 
   python -m experiments.transfer_costs                        # 64 transfers, 128 KiB chunks
   python -m experiments.transfer_costs --transfers=128 --chunk_bytes=32768 --repeats=5
@@ -193,8 +194,11 @@ def study():
         raise SystemExit('transfer_costs: ' + '; '.join(errors))
     if FLAGS.link_rate and not FLAGS.emulated_hosts:
         return _inside_emulated_links()
-    if FLAGS.grpc_batched_reads:  # before this process's first server; the ps child inherits it
-        os.environ['GRPC_EXPERIMENTS'] = ','.join(config_lib.GRPC_BATCHED_READS)
+    # Before this process's first server; the ps child inherits it.
+    experiments = (config_lib.with_batched_reads(os.environ.get('GRPC_EXPERIMENTS', ''))
+                   if FLAGS.grpc_batched_reads else None)
+    if experiments:
+        os.environ['GRPC_EXPERIMENTS'] = experiments
     compat.enable_graph_mode()
     try:
         records = common.repeat_in_rounds([functools.partial(measure, p) for p in PROBES],

@@ -428,11 +428,10 @@ def runtime_environment(cfg, environ):
       {variable: value} to set before TensorFlow is imported.
     """
     variables = cfg.device.openmp_environment()
-    if cfg.cluster.grpc_batched_reads:
-        present = [e for e in environ.get('GRPC_EXPERIMENTS', '').split(',') if e]
-        missing = [e for e in config_lib.GRPC_BATCHED_READS if e not in present]
-        if missing:
-            variables['GRPC_EXPERIMENTS'] = ','.join(present + missing)
+    experiments = (config_lib.with_batched_reads(environ.get('GRPC_EXPERIMENTS', ''))
+                   if cfg.cluster.grpc_batched_reads else None)
+    if experiments:
+        variables['GRPC_EXPERIMENTS'] = experiments
     if cfg.xla.xla:
         wanted = ['--tf_xla_auto_jit=1'] + (['--tf_xla_cpu_global_jit'] if
                                             cfg.device.device == 'cpu' else [])

@@ -236,6 +236,8 @@ def test_batched_reads_turn_grpc_experiments_on_in_a_cluster_task_only():
                                    ) == {'GRPC_EXPERIMENTS': '-event_engine_client,tcp_rcv_lowat,'
                                                              'tcp_frame_size_tuning'}
     assert cli.runtime_environment(on, {'GRPC_EXPERIMENTS': names}) == {}
+    assert config_lib.with_batched_reads('') == names
+    assert config_lib.with_batched_reads(names + ',x') is None
     assert 'GRPC_EXPERIMENTS' not in cli.runtime_environment(
         testing.replace(on, 'cluster', grpc_batched_reads=False), {})
     with pytest.raises(config_lib.ConfigError, match='--grpc_batched_reads sets the gRPC of a '

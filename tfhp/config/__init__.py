@@ -72,6 +72,7 @@ JOB_NAMES = cluster.JOB_NAMES
 GRAPH_MODES = cluster.GRAPH_MODES
 STRAGGLER_MODES = cluster.STRAGGLER_MODES
 GRPC_BATCHED_READS = cluster.GRPC_BATCHED_READS
+with_batched_reads = cluster.with_batched_reads
 check_address = cluster.check_address
 ClusterConfig = cluster.ClusterConfig
 

@@ -18,6 +18,14 @@ _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1
 GRPC_BATCHED_READS = ('tcp_rcv_lowat', 'tcp_frame_size_tuning')
 
 
+def with_batched_reads(experiments):
+    """The GRPC_EXPERIMENTS value `experiments` (a comma-separated list, possibly '') with
+    GRPC_BATCHED_READS added after what it names; None when it names them all already."""
+    present = [e for e in experiments.split(',') if e]
+    missing = [e for e in GRPC_BATCHED_READS if e not in present]
+    return ','.join(present + missing) if missing else None
+
+
 def check_address(address, flag):
     """Raises ConfigError unless `address` is host:port with a port in 1..65535."""
     match = _ADDRESS.match(address)
