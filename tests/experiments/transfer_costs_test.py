@@ -14,6 +14,10 @@ def _job(op):
     return tf.DeviceSpec.from_string(op.device).job
 
 
+def _inputs(op):
+    return [t.op for t in op.inputs] + list(op.control_inputs)
+
+
 def _crossings(fetch):
     """{op: cross-task edges on the longest path of them ending at op} over the ancestors of
     `fetch` (a tensor or an op; data and control inputs)."""
@@ -22,8 +26,7 @@ def _crossings(fetch):
     def visit(op):
         if op not in depth:
             depth[op] = 0  # inputs come first in a graph without cycles
-            inputs = [t.op for t in op.inputs] + list(op.control_inputs)
-            depth[op] = max([visit(i) + (_job(i) != _job(op)) for i in inputs] or [0])
+            depth[op] = max([visit(i) + (_job(i) != _job(op)) for i in _inputs(op)] or [0])
         return depth[op]
     visit(getattr(fetch, 'op', fetch))
     return depth
@@ -37,8 +40,7 @@ def test_each_probe_crosses_between_the_tasks_as_its_doc_says(probe, edges, long
         probes = transfer_costs.build_probes(4, 8)
         op, transfers, num_bytes = probes[probe]
         depth = _crossings(op)
-        crossing = sum(_job(i) != _job(o) for o in depth
-                       for i in [t.op for t in o.inputs] + list(o.control_inputs))
+        crossing = sum(_job(i) != _job(o) for o in depth for i in _inputs(o))
     assert (crossing, max(depth.values())) == (edges, longest)
     assert transfers == max(edges, 1)
     assert num_bytes == {'chunks': 4 * 8 * 4, 'whole': 4 * 8 * 4}.get(probe, 0)
