@@ -2,7 +2,12 @@
 pushed, applied and pulled back on its own, in the step or (--ps_background_pulls) in a thread of
 the worker's, and (--ps_push_priority) pushed from threads of its own, or (--ps_pull_clock)
 each push paced by a pull; the training is the same as the whole step's."""
+import collections
+
 import pytest
+import tensorflow.compat.v1 as tf
+from google.protobuf import text_format
+from tensorflow.core.framework import graph_pb2
 
 from tests.cluster import jobs
 
@@ -36,3 +41,34 @@ def test_every_pipelined_transfer_trains_as_the_whole_step_does(tmp_path):
     assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])
     loads = pipelined['tasks'][0]['variable_bytes_by_device']
     assert sorted(loads.values()) == [8 << 20, 8 << 20]  # two chunks on each ps task
+
+
+def _recvs_by_sender(path):
+    """{sending job: the _Recv ops} of one partition graph written by the runtime."""
+    graph = graph_pb2.GraphDef()
+    text_format.Parse(path.read_text(), graph)
+    senders = collections.defaultdict(list)
+    for node in graph.node:
+        if node.op == '_Recv':
+            senders[tf.DeviceSpec.from_string(node.attr['send_device'].s.decode()).job].append(
+                node)
+    return senders
+
+
+def test_a_pulled_chunk_costs_two_transfers_its_push_and_its_pull(tmp_path):
+    # 16 chunks of 1 MiB over 2 ps tasks. Each chunk's token, and its control edge into the
+    # worker's copies, were transfers of their own beside the pull: 3 to 4 a chunk.
+    _run(tmp_path, '--ps_pipeline_bytes=%d' % (1 << 20), '--ps_pull_clock',
+         '--partitioned_graph_file_prefix=%s' % (tmp_path / 'w{task}.pbtxt'))
+    for task in (0, 1):
+        partitions = {p.name.split('_device')[0].split('_job_', 1)[1]: _recvs_by_sender(p)
+                      for p in tmp_path.glob('w%d_job_*.pbtxt' % task)}
+        to_worker = partitions['worker_replica_0_task_%d' % task]['ps']
+        pulls = [n for n in to_worker if n.attr['tensor_type'].type == tf.float32.as_datatype_enum
+                 and n.attr['tensor_name'].s.endswith(b'ReadVariableOp')]
+        assert len(pulls) == 16
+        # Per ps task: the receipt of its chain's first push and its newest token; per step:
+        # the global step (is the gradient late?) and the runtime's own control.
+        assert len(to_worker) - len(pulls) <= 2 * 2 + 2
+        pushes = sum(len(partitions['ps_replica_0_task_%d' % k]['worker']) for k in (0, 1))
+        assert 16 <= pushes <= 16 + 3 * 2

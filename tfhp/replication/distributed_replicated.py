@@ -161,22 +161,28 @@ class DistributedReplicated(base.VariableManager):
                                  for t in range(num_towers)
                                  for copy in self._copies.trainable_variables(t)])
 
-    def _pull(self, masters):
-        """The op bringing the copies of `masters` up to date after a step."""
+    def _pull(self, masters, after=None):
+        """The op bringing the copies of `masters` up to date after a step; `after` (a
+        token on the masters' ps task, or None) is what the reads wait for.
+
+        Only the reads, on the ps, wait for it: a control edge from the ps into an op of the
+        worker is a transfer of its own, one more per chunk beside the value pulled."""
         if not self._downlink:
-            return self._copies.refresh(self._worker_device, masters)
+            return self._copies.refresh(self._worker_device, masters,
+                                        read=lambda master: _read_after(master, after))
         # The session's first pull copies the published values: the fill may have read them a
         # delta before the step its global step names (a worker starting while the chief was
         # between an apply and its publish), and adding deltas would keep that gap. Once the
         # token is here they hold this step's delta, and the next needs this worker's gradient.
-        return tf.cond(
-            self._synced.read_value(),
-            lambda: self._copies.add_deltas(
-                self._worker_device, masters,
-                lambda master: self._downlink.delta(master, self._worker_device)),
-            lambda: self._copies.refresh(self._worker_device, masters,
-                                         read=self._published_value),
-            name='pull_deltas_or_resync')
+        with tf.control_dependencies([after] if after is not None else []):
+            return tf.cond(
+                self._synced.read_value(),
+                lambda: self._copies.add_deltas(
+                    self._worker_device, masters,
+                    lambda master: self._downlink.delta(master, self._worker_device)),
+                lambda: self._copies.refresh(self._worker_device, masters,
+                                             read=self._published_value),
+                name='pull_deltas_or_resync')
 
     def _published_value(self, master):
         """What the workers' copies of `master` hold (compressed deltas)."""
@@ -185,8 +191,14 @@ class DistributedReplicated(base.VariableManager):
     def _pull_one(self, master, step):
         """master's copies brought up to date; with background pulls, then released at
         `step` to the reads of the next step."""
-        pull = self._pull([master])
+        pull = self._pull([master], after=step)
         if not self._ready:
             return pull
         with tf.control_dependencies([pull]):
             return self._ready.release(master, step)
+
+
+def _read_after(master, after):
+    """master's value, read once `after` (None: at once) has run."""
+    with tf.control_dependencies([after] if after is not None else []):
+        return master.read_value()

@@ -173,8 +173,7 @@ def _await_one(apply, queue, var, step_read, after_each):
     ran (None: at once), then after_each(var, token) or the token itself)."""
     with tf.control_dependencies([apply] if apply is not None else []):
         received = barriers.dequeue_newer_than(queue, step_read)
-    with tf.control_dependencies([received]):
-        return received, after_each(var, received) if after_each else received
+    return received, after_each(var, received) if after_each else received
 
 
 def _await_each(applies, tokens, grads_and_vars, step_read, after_each):
@@ -190,7 +189,16 @@ def _await_each(applies, tokens, grads_and_vars, step_read, after_each):
 
 
 def _tokens_step(received):
-    return tf.reduce_max(tf.stack(received))
+    """The newest of the tokens `received`, each first reduced on its own ps task: one
+    transfer per task, not one per variable beside its pull."""
+    by_device = {}
+    for token in received:
+        by_device.setdefault(token.device, []).append(token)
+    newest = []
+    for device, tokens in by_device.items():
+        with tf.device(device):
+            newest.append(tf.reduce_max(tf.stack(tokens)))
+    return tf.reduce_max(tf.stack(newest))
 
 
 class SyncReplicas(base.PlacementDelegate):
@@ -268,9 +276,11 @@ class SyncReplicas(base.PlacementDelegate):
           optimizer_fn: no-argument callable returning the optimizer the chief applies with.
           global_step: the global step variable (on a ps task).
           after_each: after_each(variable, step) -> an op to run once that variable of this
-            step is applied (e.g. its refresh), `step` being the token that released it;
-            built under control dependencies on that token (on the whole step's token without
-            per_variable); the step ends after all of them.
+            step is applied (e.g. its refresh), `step` being the token that released it (the
+            whole step's token without per_variable), on the token queue's ps task; what it
+            reads there must wait for `step` (control dependencies where the read runs: an
+            op on the worker waiting for one on the ps costs a transfer of its own). The step
+            ends after all of them.
           publish: publish(variable) -> an op the chief runs once it has applied a step to
             that variable and before it releases the variable's tokens (compressed downlink
             deltas, `tfhp.replication.downlink`); built under control dependencies on the
@@ -351,9 +361,8 @@ class SyncReplicas(base.PlacementDelegate):
                 else:
                     with tf.control_dependencies(applies):
                         token = barriers.dequeue_newer_than(tokens, step_read)
-                    with tf.control_dependencies([token]):
-                        done = ([after_each(v, token) for _, v in grads_and_vars]
-                                if after_each else [token])
+                    done = ([after_each(v, token) for _, v in grads_and_vars]
+                            if after_each else [token])
                 with tf.control_dependencies(done):
                     if not self._per_variable:  # read once the step's token is taken
                         new_step = global_step.read_value()
