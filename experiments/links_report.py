@@ -44,9 +44,10 @@ def fit(points):
 
 def _transfer(record):
     """A saturation record's transfer as figures name it (records from before the option: in
-    turn), with the extra tfhp flags its jobs took."""
+    turn), with the extra tfhp flags its jobs took and the name replotting gave its file."""
     return ', '.join([link_jobs.transfer_label(record.get('transfer', link_jobs.IN_TURN))] +
-                     record.get('tfhp_flags', []))
+                     record.get('tfhp_flags', []) +
+                     ([record['variant']] if record.get('variant') else []))
 
 
 def _subject(record):

@@ -51,6 +51,7 @@ from experiments import link_flags
 from experiments import link_jobs
 from experiments import links_report
 from experiments import presets
+from experiments import stats
 from tfhp import compression
 from tfhp import modes
 from tfhp import provenance
@@ -88,7 +89,10 @@ def define_flags():
     flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every job of every study (e.g. '
                       '--nothread_spinning); records and labels name them.')
     flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records (of '
-                      'several runs: a panel per model, transfer and rate) and run nothing.')
+                      'several runs: a panel per model, transfer and rate; a row run several '
+                      'times is one median [min-max] of its runs) and run nothing. '
+                      'FILE=NAME: its records are lines of their own, named NAME (e.g. the '
+                      'same study run at two commits).')
     flags.DEFINE_list('modes', list(presets.LINKS), 'modes: the modes (%s).' % ', '.join(
         '%s: %s' % (name, preset.label) for name, preset in presets.LINKS.items()))
     flags.DEFINE_string('modes_model', 'null_dense', 'modes: model.')
@@ -279,21 +283,57 @@ def _check_flags():
     link_flags.options()
 
 
+def named(record, variant):
+    """`record` as a line of its own named `variant` (its label and transfer say it; '':
+    as it is)."""
+    if not variant:
+        return record
+    return dict(record, variant=variant, label='%s, %s' % (record['label'], variant))
+
+
+# What differs between two runs of one row, beside its figures (job: a run's whole summary,
+# kept where a record has one run; a job whose end failed after its timed steps has figures).
+_PER_RUN = ('caption', 'repeats', 'runs', 'seeds', 'job', 'status', 'error')
+
+
+def merged(records):
+    """One record per row of `records`: rows repeated (the same study, model, transfer, rate,
+    tasks, flags and name; e.g. alternating invocations of --repeats=1) have their runs
+    combined into one median [min-max] (`stats.combine`), captioned with all their captions.
+    Records without their runs (written before they kept them) stay as they are."""
+    def row(record):
+        return json.dumps({k: v for k, v in record.items()
+                           if k not in link_jobs.FIGURES and k not in _PER_RUN}, sort_keys=True)
+    rows = []
+    for group in common.grouped(records, row).values():
+        if len(group) == 1 or not all('runs' in r for r in group):
+            rows += group
+            continue
+        record = stats.combine([run for r in group for run in r['runs']], link_jobs.FIGURES,
+                               [seed for r in group for seed in r.get('seeds', [])] or None)
+        record.update(json.loads(row(group[0])), caption=provenance.join(
+            sorted({r['caption'] for r in group if r.get('caption')})))
+        rows.append(record)
+    return rows
+
+
 def replot(paths, studies, path):
     """Draws each study of `studies` at `path` (`plot_path`) from the records in the JSON-lines
-    files at `paths`, captioned with their runs' captions (`provenance.join`); runs nothing.
+    files at `paths` ('FILE=NAME': `named` NAME), a row run several times `merged`, captioned with their runs' captions (`provenance.join`); runs nothing.
 
     Raises:
       ValueError: no records of those studies in the files.
     """
     records = []
-    for records_file in paths:
+    for entry in paths:
+        records_file, _, variant = entry.partition('=')
         with open(records_file) as f:
-            records += [r for r in map(json.loads, filter(str.strip, f))
+            records += [named(r, variant) for r in map(json.loads, filter(str.strip, f))
                         if r.get('study') in studies]
     if not records:
         raise ValueError('--replot: no records of %s in %s' % (', '.join(studies),
                                                                ', '.join(paths)))
+    records = merged(records)
     drawn = [name for name in studies if any(r['study'] == name for r in records)]
     for name in drawn:
         done = [r for r in records if r['study'] == name]

@@ -227,6 +227,36 @@ def test_records_appended_by_several_runs_are_drawn_by_ps_count_and_workers(monk
     assert measured == [('1 ps, measured', [1, 2], 'C0'), ('3 ps, measured', [1, 2, 4], 'C1')]
 
 
+def test_replotted_files_merge_the_runs_of_a_row_and_keep_named_files_apart(monkeypatch,
+                                                                             tmp_path):
+    # The same study at two commits, in alternating invocations of one run each: a row's runs
+    # are one median [min-max]; the named file's are lines of their own.
+    drawn = {}
+    monkeypatch.setattr(links_report.plots, 'line_panels',
+                        lambda path, panels, *a, **kw: drawn.update(panels=panels, **kw))
+
+    def record(ms, commit):
+        run = {'model': 'null_dense', 'rate': '1gbit', 'num_ps': 2, 'num_workers': 2,
+               'study': 'saturation', 'label': 'null_dense 1gbit, 2 ps',
+               'transfer': 'pull-clocked@256k', 'seed': 1, 'global_step_ms': ms}
+        return dict(run, global_step_ms=stats.summarise([ms]), repeats=1, runs=[run],
+                    seeds=[1], caption='m; d; commit ' + commit)
+    for name, times in (('before', (200.0, 230.0)), ('after', (150.0, 170.0, 160.0))):
+        (tmp_path / (name + '.jsonl')).write_text(''.join(
+            json.dumps(record(ms, name)) + '\n' for ms in times))
+    links_study.replot(['%s=before 9c8a8bc' % (tmp_path / 'before.jsonl'),
+                        str(tmp_path / 'after.jsonl')], ['saturation'], 'unused.png')
+    (title, series, _), = drawn['panels']
+    assert title == 'null_dense, 1gbit links'
+    assert [(label, [(s['median'], s['min'], s['max']) for s in summaries])
+            for label, _, summaries, _ in series] == [
+        ('2 ps, pull-clocked, 256k chunks, before 9c8a8bc', [(215.0, 200.0, 230.0)]),
+        ('2 ps, pull-clocked, 256k chunks', [(160.0, 150.0, 170.0)])]
+    assert drawn['title'].endswith('of 2-3 repeats')
+    assert drawn['caption'] == 'm; d; commits after, before'
+    assert links_study.named({'label': 'a'}, '') == {'label': 'a'}
+
+
 def test_the_downlink_plot_groups_by_gradients_and_bars_by_downlink(monkeypatch):
     drawn = {}
     monkeypatch.setattr(links_report.plots, 'bar_panels',
