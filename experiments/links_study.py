@@ -319,7 +319,8 @@ def merged(records):
 
 def replot(paths, studies, path):
     """Draws each study of `studies` at `path` (`plot_path`) from the records in the JSON-lines
-    files at `paths` ('FILE=NAME': `named` NAME), a row run several times `merged`, captioned with their runs' captions (`provenance.join`); runs nothing.
+    files at `paths` ('FILE=NAME': `named` NAME), a row run several times `merged`, captioned
+    with their runs' captions (`provenance.join`); runs nothing.
 
     Raises:
       ValueError: no records of those studies in the files.

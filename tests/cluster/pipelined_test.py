@@ -70,5 +70,6 @@ def test_a_pulled_chunk_costs_two_transfers_its_push_and_its_pull(tmp_path):
         # Per ps task: the receipt of its chain's first push and its newest token; per step:
         # the global step (is the gradient late?) and the runtime's own control.
         assert len(to_worker) - len(pulls) <= 2 * 2 + 2
+        # To the ps tasks: the 16 pushes, and per task the local step and the runtime's control.
         pushes = sum(len(partitions['ps_replica_0_task_%d' % k]['worker']) for k in (0, 1))
         assert 16 <= pushes <= 16 + 3 * 2
