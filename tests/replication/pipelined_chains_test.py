@@ -5,6 +5,7 @@ window of bytes (--ps_pipeline_window) for the last one beyond it; pull-clocked
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tfhp.ops import barriers
 from tfhp.replication import sync_replicas
 
 WORKER = '/job:worker/task:0/device:CPU:0'
@@ -88,3 +89,30 @@ def test_pull_clock_needs_the_pipelined_chain_one_push_at_a_time():
     with pytest.raises(ValueError, match='pull_clock .* no window_bytes'):
         sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True,
                                    window_bytes=24, pull_clock=True)
+
+
+@pytest.mark.parametrize('pull_clock', [False, True])
+def test_a_pipelined_step_says_the_global_step_it_made_before_the_chief_moves_it(pull_clock):
+    # The chief releases each variable's tokens, then moves the global step once all are out:
+    # a worker whose step ended in between read the step before and ran one step more than
+    # the others, alone, until its peers gave it up (2 jobs of 108, 3 ps at 1 Gbit/s).
+    with tf.Graph().as_default():
+        global_step = tf.train.get_or_create_global_step()
+        variables = [tf.Variable(tf.zeros([3]), name='v%d' % i) for i in range(3)]
+        grads = [tf.ones([3]) for _ in variables]
+        sync = sync_replicas.SyncReplicas(None, '', 1, 1, is_chief=False, per_variable=True,
+                                          pull_clock=pull_clock)
+        update = sync.apply_worker_gradients(
+            list(zip(grads, variables)), lambda: tf.train.GradientDescentOptimizer(1.0),
+            global_step)
+        # What the chief's releases leave in each variable's queue: one token of step 1.
+        release = [barriers.step_token_queue(v.device, '%s/%s' % (sync_replicas.TOKEN_QUEUE,
+                                                                  v.op.name)).enqueue(
+            tf.constant(1, tf.int64)) for v in variables]
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            sess.run(update.hooks[0]._init_op)  # pylint: disable=protected-access
+            sess.run(release)
+            _, made = sess.run([update.train_op, update.step_made],
+                               options=tf.RunOptions(timeout_in_ms=30000))
+            assert (made, sess.run(global_step)) == (1, 0)

@@ -13,7 +13,8 @@ Update = collections.namedtuple('Update', [
     'post_init_ops',  # run once after variable initialisation or restore (copy tower 0 -> others)
     'hooks',          # SessionRunHooks every worker must install
     # None, or the global step the step makes once applied, where train_op ends before the
-    # apply (priority pushes): what a read of the global step after train_op stands for.
+    # global step moves (priority pushes; the pipelined transfer, whose chief moves it once
+    # every variable is applied): what a read of the global step after train_op stands for.
     'step_made',
 ], defaults=(None,))
 

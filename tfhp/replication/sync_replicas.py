@@ -320,7 +320,7 @@ class SyncReplicas(base.PlacementDelegate):
         else:
             tokens = barriers.step_token_queue(step_device, TOKEN_QUEUE)
 
-        loops, drained, init_ops = [], None, []
+        loops, drained, init_ops, step_made = [], None, [], None
         with tf.name_scope(scopes.AGGREGATE):
             step_read = tag if background else local_step.read_value()
             # 2. Late? Read the global step only once the gradients are ready.
@@ -367,6 +367,11 @@ class SyncReplicas(base.PlacementDelegate):
                     if not self._per_variable:  # read once the step's token is taken
                         new_step = global_step.read_value()
                     train_op = local_step.assign(new_step, read_value=False)
+                if self._per_variable:
+                    # The chief moves the global step once every variable is out: a read of
+                    # it after this step may still see the step before, and a worker that
+                    # went by it would take one step more than the others, alone, to its end.
+                    step_made = new_step
 
         init_ops.append(local_step.assign(global_step.read_value(), read_value=False))
         if self._is_chief:
@@ -377,7 +382,7 @@ class SyncReplicas(base.PlacementDelegate):
         hook = _SyncHook(tf.group(*init_ops, name='sync_replicas_init'), loops, drained,
                          self._timeout_s)
         return base.Update(train_op=train_op, post_init_ops=[], hooks=[hook],
-                           step_made=step_read + 1 if self._priority else None)
+                           step_made=step_read + 1 if self._priority else step_made)
 
     def _background(self, sent, tokens, stepped_tokens, grads_and_vars, tag, local_step,
                     global_step, after_each):
