@@ -166,7 +166,8 @@ class DistributedReplicated(base.VariableManager):
         token on the masters' ps task, or None) is what the reads wait for.
 
         Only the reads, on the ps, wait for it: a control edge from the ps into an op of the
-        worker is a transfer of its own, one more per chunk beside the value pulled."""
+        worker is a transfer of its own, one more per chunk beside the value pulled. With
+        compressed deltas the whole pull waits (its reads are built in a cond's branches)."""
         if not self._downlink:
             return self._copies.refresh(self._worker_device, masters,
                                         read=lambda master: _read_after(master, after))
