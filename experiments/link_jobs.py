@@ -83,12 +83,13 @@ TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
 
 
 def _parts(spec):
-    """(name, chunk, window, slice) of 'NAME[@CHUNK[/WINDOW]][+SLICE]'; None for a size it
-    does not give."""
+    """(name, taper, chunk, window, slice) of 'NAME[@[TAPER-]CHUNK[/WINDOW]][+SLICE]'; None for
+    a size it does not give."""
     spec, plus, layer_slice = spec.partition('+')
     name, at, sizes = spec.partition('@')
-    chunk, slash, window = sizes.partition('/')
-    return (name, chunk if at else None, window if slash else None,
+    chunks, slash, window = sizes.partition('/')
+    taper, dash, chunk = chunks.rpartition('-')
+    return (name, taper if dash else None, chunk if at else None, window if slash else None,
             layer_slice if plus else None)
 
 
@@ -97,22 +98,23 @@ def transfer_args(spec):
     chunk and window sizes, 'NAME@CHUNK[/WINDOW]' in tc sizes (e.g. 'background
     priority@256k/256k': --ps_pipeline_bytes=262144 --ps_pipeline_window=262144). A window worth
     a few milliseconds of the link keeps a priority push's wait short, so the best sizes
-    depend on the rate. Any of them may end in '+SLICE': the model's dense layers built in
-    slices of at most that size (--layer_slice_bytes), so their gradients are made, and their
-    weights used, a slice at a time.
+    depend on the rate. 'NAME@TAPER-CHUNK' tapers the chunks from TAPER up to CHUNK
+    (--ps_pipeline_taper_bytes; e.g. 'pull-clocked@64k-1m'). Any of them may end in '+SLICE':
+    the model's dense layers built in slices of at most that size (--layer_slice_bytes), so
+    their gradients are made, and their weights used, a slice at a time.
 
     Raises:
       ValueError: the spec names no transfer, gives sizes to one that sends no chunks, or a
         size that is not one; the message names the spec.
     """
-    name, chunk, window, layer_slice = _parts(spec)
+    name, taper, chunk, window, layer_slice = _parts(spec)
     if name not in TRANSFERS:
         raise ValueError('transfer %r: unknown; choose from %s' % (spec, ', '.join(TRANSFERS)))
     args = list(TRANSFERS[name])
     if chunk is not None and plan.flag_value(args, 'ps_pipeline_bytes') is None:
         raise ValueError('transfer %r: %r sends no chunks to size' % (spec, name))
-    sizes = (('ps_pipeline_bytes', chunk), ('ps_pipeline_window', window),
-             ('layer_slice_bytes', layer_slice))
+    sizes = (('ps_pipeline_taper_bytes', taper), ('ps_pipeline_bytes', chunk),
+             ('ps_pipeline_window', window), ('layer_slice_bytes', layer_slice))
     try:
         args.extend('--%s=%d' % (flag, links.parse_size(size)) for flag, size in sizes
                     if size is not None)
@@ -132,10 +134,11 @@ def check_transfers(flag, specs):
 
 
 def transfer_label(spec):
-    """A transfer spec (`transfer_args`) as a figure names it: 'NAME, CHUNK chunks, WINDOW
-    window, SLICE layer slices'."""
-    name, chunk, window, layer_slice = _parts(spec)
-    return ', '.join([name] + (['%s chunks' % chunk] if chunk is not None else []) +
+    """A transfer spec (`transfer_args`) as a figure names it: 'NAME, [TAPER-]CHUNK chunks,
+    WINDOW window, SLICE layer slices'."""
+    name, taper, chunk, window, layer_slice = _parts(spec)
+    chunks = chunk if taper is None else '%s-%s' % (taper, chunk)
+    return ', '.join([name] + (['%s chunks' % chunks] if chunk is not None else []) +
                      (['%s window' % window] if window is not None else []) +
                      (['%s layer slices' % layer_slice] if layer_slice is not None else []))
 

@@ -281,6 +281,11 @@ flags.DEFINE_integer('ps_pipeline_bytes', 0, 'Pipelined push-pull for synchronou
 flags.DEFINE_integer('ps_pipeline_window', 0, 'With --ps_pipeline_bytes: bytes of gradients '
                      'a worker may have on the way to each ps task at once; 0: one chunk at a '
                      'time, each push waiting for the ps\'s receipt of the one before.')
+flags.DEFINE_integer('ps_pipeline_taper_bytes', 0, 'With --ps_pipeline_bytes: each chunked '
+                     'variable\'s chunks on each ps task start at this many bytes and double up to '
+                     '--ps_pipeline_bytes, and shrink back the same way at its end: the first apply '
+                     'and the last pull wait for little, and the chunks between are large and so '
+                     'few (0: every chunk --ps_pipeline_bytes).')
 flags.DEFINE_boolean('ps_background_pulls', False, 'With --ps_pipeline_bytes: a step ends '
                      'once its gradients are on the ps tasks, the pulls run in a thread of '
                      'the worker\'s own, and each variable\'s reads in the next step wait for '

@@ -91,6 +91,10 @@ DELTAS = config_lib.ReplicationConfig(variable_update='distributed_replicated',
      '--ps_pipeline_bytes'),
     ({'cluster': _cluster(job_name='worker', ps_background_pulls=True),
       'replication': REPLICATED}, '--ps_background_pulls .* it needs --ps_pipeline_bytes'),
+    ({'cluster': _cluster(job_name='worker', ps_pipeline_bytes=1 << 20,
+                          ps_pipeline_taper_bytes=1 << 20), 'replication': REPLICATED},
+     "--ps_pipeline_taper_bytes=1048576 tapers the pipelined transfer's chunks up to "
+     '--ps_pipeline_bytes: it needs --ps_pipeline_bytes above it, got 1048576'),
     ({'cluster': _cluster(job_name='worker', ps_pull_clock=True, ps_pipeline_bytes=1 << 20,
                           ps_background_pulls=True), 'replication': REPLICATED},
      '--ps_pull_clock .* it needs --ps_pipeline_bytes, and no --ps_pipeline_window or '

@@ -33,14 +33,18 @@ def test_every_pipelined_transfer_trains_as_the_whole_step_does(tmp_path):
                     '--ps_push_priority', '--ps_pipeline_window=%d' % (8 << 20))
     # Pull-clocked, 2 MiB chunks: four on each ps task's chain, so two wait for pulls.
     clocked = _run(tmp_path, '--ps_pipeline_bytes=%d' % (2 << 20), '--ps_pull_clock')
-    runs = (whole, pipelined, background, priority, clocked)
+    # Tapered: each ps task's chain 512 KiB, 1 MiB, 2 MiB chunks ... 1 MiB, 512 KiB.
+    tapered = _run(tmp_path, '--ps_pipeline_bytes=%d' % (2 << 20), '--ps_pull_clock',
+                   '--ps_pipeline_taper_bytes=%d' % (512 << 10))
+    runs = (whole, pipelined, background, priority, clocked, tapered)
     for summary in runs:
         assert [t['global_step'] for t in summary['tasks']] == [5, 5]
         assert summary['dropped_gradients'] == 0
     sums = [t['variables_checksum'] for s in runs for t in s['tasks']]
     assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])
-    loads = pipelined['tasks'][0]['variable_bytes_by_device']
-    assert sorted(loads.values()) == [8 << 20, 8 << 20]  # two chunks on each ps task
+    for summary in (pipelined, tapered):  # each ps task holds half the vector
+        loads = summary['tasks'][0]['variable_bytes_by_device']
+        assert sorted(loads.values()) == [8 << 20, 8 << 20]
 
 
 def _recvs_by_sender(path):

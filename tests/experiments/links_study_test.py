@@ -119,6 +119,10 @@ def test_a_transfer_spec_sizes_a_pipelined_transfers_chunks_and_window():
     assert link_jobs.transfer_label(priority) == (
         'background priority, 256k chunks, 128k window')
     assert link_jobs.transfer_label(link_jobs.IN_TURN) == 'in turn'
+    tapered = link_jobs.PULL_CLOCKED + '@64k-1m'
+    assert link_jobs.transfer_args(tapered)[-2:] == ['--ps_pipeline_taper_bytes=65536',
+                                                     '--ps_pipeline_bytes=1048576']
+    assert link_jobs.transfer_label(tapered) == 'pull-clocked, 64k-1m chunks'
     assert link_jobs.transfer_args(priority + '+256k')[-3:] == args[-2:] + [
         '--layer_slice_bytes=262144']
     assert link_jobs.transfer_args(link_jobs.IN_TURN + '+1m')[-1] == (
@@ -126,7 +130,8 @@ def test_a_transfer_spec_sizes_a_pipelined_transfers_chunks_and_window():
     assert link_jobs.transfer_label(priority + '+256k') == (
         'background priority, 256k chunks, 128k window, 256k layer slices')
     for spec, names in (('in turn@256k', "'in turn' sends no chunks"), ('pipelined@lots', 'lots'),
-                        ('pipelines', 'unknown'), ('pipelined+thin', 'thin')):
+                        ('pipelines', 'unknown'), ('pipelined+thin', 'thin'),
+                        ('pipelined@wide-1m', 'wide')):
         with pytest.raises(ValueError, match=names):
             link_jobs.transfer_args(spec)
     with pytest.raises(app.UsageError, match="--transfers: transfer 'pipelines': unknown"):

@@ -89,6 +89,11 @@ def _check_cluster(cfg):
     errors.require(not cluster.ps_pipeline_window or cluster.ps_pipeline_bytes,
                    '--ps_pipeline_window=%d paces the pipelined transfer\'s pushes: it needs '
                    '--ps_pipeline_bytes', cluster.ps_pipeline_window)
+    errors.require(not cluster.ps_pipeline_taper_bytes or
+                   cluster.ps_pipeline_taper_bytes < cluster.ps_pipeline_bytes,
+                   '--ps_pipeline_taper_bytes=%d tapers the pipelined transfer\'s chunks up to '
+                   '--ps_pipeline_bytes: it needs --ps_pipeline_bytes above it, got %d',
+                   cluster.ps_pipeline_taper_bytes, cluster.ps_pipeline_bytes)
     if cluster.ps_background_pulls:
         errors.require(cluster.ps_pipeline_bytes and
                        cluster.replicas_to_aggregate in (None, cluster.num_workers) and

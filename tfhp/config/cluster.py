@@ -66,6 +66,9 @@ class ClusterConfig:
         released at once (the whole step's token).
       ps_pipeline_window: with ps_pipeline_bytes, bytes of gradients a worker may have on the
         way to each ps task at once; 0: one chunk at a time.
+      ps_pipeline_taper_bytes: with ps_pipeline_bytes, N > 0: each chunked variable's chunks
+        grow from N bytes, doubling, to ps_pipeline_bytes and shrink back to N at its end, per
+        ps task (`tfhp.replication.partitioning.chunk_rows`); 0: equal chunks.
       ps_background_pulls: with ps_pipeline_bytes, a step ends once its gradients are on the
         ps tasks; the pulls run in a thread of the worker's own and each variable's reads in
         the next step wait for its own pull only (`tfhp.replication.background_pulls`).
@@ -107,6 +110,7 @@ class ClusterConfig:
     partition_min_bytes: int = 0
     ps_pipeline_bytes: int = 0
     ps_pipeline_window: int = 0
+    ps_pipeline_taper_bytes: int = 0
     ps_background_pulls: bool = False
     ps_push_priority: bool = False
     ps_pull_clock: bool = False
@@ -154,7 +158,8 @@ class ClusterConfig:
         errors.require(not bad, '--straggler_workers %s: no such worker (there are %d)', bad,
                        num_workers)
         errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes',
-                                'ps_pipeline_bytes', 'ps_pipeline_window')
+                                'ps_pipeline_bytes', 'ps_pipeline_window',
+                                'ps_pipeline_taper_bytes')
         errors.require_choice(self, 'straggler_mode', STRAGGLER_MODES)
         errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
         errors.require_positive(self, 'save_model_secs', optional=True)

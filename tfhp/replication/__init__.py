@@ -165,7 +165,8 @@ def _distributed_replicated(topology, cluster, compressor, remedies, downlink=No
         topology.tower_devices, topology.variable_devices, topology.input_device,
         sync=sync(None) if sync else None, compressor=compressor,
         pipeline_bytes=cluster.ps_pipeline_bytes, downlink=downlink,
-        background_pulls=cluster.ps_background_pulls)
+        background_pulls=cluster.ps_background_pulls,
+        taper_bytes=cluster.ps_pipeline_taper_bytes)
 
 
 def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None,

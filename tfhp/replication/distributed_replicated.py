@@ -8,8 +8,8 @@ worker applies its mean to the masters and refreshes at once. The masters carry 
 names, so checkpoints are interchangeable with `parameter_server`'s.
 
 Pipelined (`pipeline_bytes` > 0, synchronous only): variables over that many bytes are cut
-into chunks (`partitioning.chunk_large_variables`: each chunk a master of its own, spread over
-the ps tasks), the sync protocol releases each master on its own (`SyncReplicas(per_variable)`)
+into chunks (`partitioning.chunk_rows`: equal, or tapered to `taper_bytes` at both ends; each
+chunk a master of its own, spread over the ps tasks), the sync protocol releases each master on its own (`SyncReplicas(per_variable)`)
 and each copy is refreshed as soon as its master is: pulls overlap the pushes still on the wire.
 Checkpoints keep the canonical names (a chunked master is saved as slices of one variable).
 
@@ -28,8 +28,6 @@ session is created; it also sets this worker's flag `tower_copies_filled`
 (`tfhp.replication.init_flag`), so a worker without the hook fails at its first update, naming
 that op, instead of applying gradients computed on zeros.
 """
-import contextlib
-
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import scopes
@@ -55,6 +53,9 @@ class DistributedReplicated(base.VariableManager):
         as they are).
       pipeline_bytes: > 0: the pipelined transfer with chunks of at most this many bytes (see
         the module doc; `sync` must release each variable on its own); 0: the whole step.
+      taper_bytes: with pipeline_bytes, > 0: each chunked variable's chunks grow from this
+        size at its start and shrink back to it at its end, per ps task (`chunk_rows`); 0:
+        equal chunks.
       downlink: a `tfhp.replication.downlink.Downlink`: the copies follow compressed deltas
         (needs `sync`, with every replica in each step); None: they copy the masters.
       background_pulls: pull in a thread of the worker's own, each copy's reads waiting for
@@ -62,21 +63,28 @@ class DistributedReplicated(base.VariableManager):
     """
 
     def __init__(self, tower_devices, variable_devices, worker_device, sync=None,
-                 compressor=None, pipeline_bytes=0, downlink=None, background_pulls=False):
+                 compressor=None, pipeline_bytes=0, downlink=None, background_pulls=False,
+                 taper_bytes=0):
         if downlink is not None and sync is None:
             raise ValueError('compressed downlink deltas need synchronous steps: every worker '
                              'must apply every delta')
         if background_pulls and not (pipeline_bytes and sync and downlink is None):
             raise ValueError('background pulls need the synchronous pipelined transfer '
                              '(pipeline_bytes) and copies of the masters (no downlink)')
+        if taper_bytes and not 0 < taper_bytes < pipeline_bytes:
+            raise ValueError('tapered chunks start below the chunks\' size: taper_bytes=%d needs '
+                             'pipeline_bytes above it, got %d' % (taper_bytes, pipeline_bytes))
         self._placer = device_setters.GreedyByBytes(variable_devices)
+        self._pipelined = bool(pipeline_bytes)
+        self._tapered = bool(taper_bytes)
         self._copies = master_copies.MasterCopies(
-            tower_devices, device_setters.variables_on(self._placer, worker_device))
+            tower_devices, device_setters.variables_on(self._placer, worker_device),
+            slicing=partitioning.chunks_of(pipeline_bytes, taper_bytes,
+                                           repeats=len(variable_devices))
+            if pipeline_bytes else None)
         self._worker_device = worker_device
         self._sync = sync
         self._compressor = compressor
-        self._chunking = (partitioning.chunk_large_variables(pipeline_bytes)
-                          if pipeline_bytes else None)
         self._downlink = downlink
         self._ready = (background_pulls_lib.ReadyQueues(worker_device, len(tower_devices))
                        if background_pulls else None)
@@ -86,16 +94,8 @@ class DistributedReplicated(base.VariableManager):
         """The `GreedyByBytes` placer of the masters."""
         return self._placer
 
-    @contextlib.contextmanager
     def tower_scope(self, tower):
-        with self._copies.tower_scope(tower):
-            if not self._chunking:
-                yield
-                return
-            # Inside the copies' scope: its getter is handed the partitioner, for the master
-            # and the copies alike.
-            with tf.variable_scope(tf.get_variable_scope(), custom_getter=self._chunking):
-                yield
+        return self._copies.tower_scope(tower)
 
     def trainable_variables(self, tower):
         return self._copies.trainable_variables(tower)
@@ -105,6 +105,8 @@ class DistributedReplicated(base.VariableManager):
         return self._sync.counters() if self._sync else {}
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
+        if self._tapered:
+            _check_dense(tower_grads[0])
         filled = init_flag.InitFlag(
             self._worker_device, 'tower_copies_filled', 'fill_tower_copies',
             'the tower copies of this worker were never filled from the masters: run the op '
@@ -126,14 +128,13 @@ class DistributedReplicated(base.VariableManager):
         if self._ready:
             hooks.append(session_hooks.RunAtStart(self._ready.seed(global_step.read_value())))
         if self._sync:
-            pipelined = self._chunking is not None
             update = self._sync.apply_worker_gradients(
                 master_grads, optimizer_fn, global_step,
                 # Pipelined: each copy pulled once its own master is new.
-                after_each=self._pull_one if pipelined else None,
+                after_each=self._pull_one if self._pipelined else None,
                 publish=self._downlink.publish if self._downlink else None,
                 tag=tag)
-            if pipelined:
+            if self._pipelined:
                 return update._replace(train_op=self._synced_after(update.train_op),
                                        hooks=list(update.hooks) + hooks)
             step_op, hooks = update.train_op, list(update.hooks) + hooks
@@ -203,3 +204,13 @@ def _read_after(master, after):
     """master's value, read once `after` (None: at once) has run."""
     with tf.control_dependencies([after] if after is not None else []):
         return master.read_value()
+
+
+def _check_dense(grads_and_vars):
+    """Raises ValueError naming a chunk with a sparse gradient: a tapered variable's chunks
+    differ in size, and embedding_lookup's 'div' strategy reads slices as if equal."""
+    for grad, var in grads_and_vars:
+        sliced = var._get_save_slice_info() is not None  # pylint: disable=protected-access
+        if sliced and isinstance(grad, tf.IndexedSlices):
+            raise ValueError('%s is read by a lookup (its gradient is sparse), which needs equal '
+                             'chunks: build it without a taper (taper_bytes=0)' % var.op.name)

@@ -7,15 +7,19 @@ each master once per worker. Non-trainable variables (batch-norm statistics) are
 every tower uses the master. Used by `DistributedReplicated` (masters on the ps tasks) and
 `CollectiveWorkers` (masters on the worker's first tower device).
 
-A variable asked for with a partitioner is a PartitionedVariable of slices, master and copies
-alike; each slice is a master of its own (`masters`, `trainable_variables` and `master_of`
-speak of slices), so a large variable's slices travel, and are refreshed, one by one.
+A variable asked for with a partitioner, or cut by the `slicing` given, is a
+PartitionedVariable of slices, master and copies alike; each slice is a master of its own
+(`masters`, `trainable_variables` and `master_of` speak of slices), so a large variable's slices
+travel, and are refreshed, one by one.
 """
 import contextlib
+import functools
 
 import tensorflow.compat.v1 as tf
 # PartitionedVariable is not exported by tf.compat.v1.
 from tensorflow.python.ops import variables as tf_variables  # pylint: disable=g-direct-tensorflow-import
+
+from tfhp.replication import partitioning
 
 COPIES_SCOPE = 'tower_copies'
 
@@ -29,12 +33,16 @@ class MasterCopies:
         that it is asked about go to the tower's device).
       copy_first_tower: False makes tower 0 use the masters themselves (masters already on its
         device); True gives tower 0 a copy too.
+      slicing: slicing(shape, dtype) -> the rows of each slice along axis 0 that a trainable
+        variable's master and copies are cut into (`partitioning.chunks_of`), or None to make
+        it whole; None: every variable as asked for.
     """
 
-    def __init__(self, tower_devices, master_device_fn, copy_first_tower=True):
+    def __init__(self, tower_devices, master_device_fn, copy_first_tower=True, slicing=None):
         self._tower_devices = tuple(tower_devices)
         self._master_device_fn = master_device_fn
         self._copy_first_tower = copy_first_tower
+        self._slicing = slicing
         self._copies = [dict() for _ in self._tower_devices]   # tower -> {name: copy}
         self._masters = {}                                      # name -> master
         self._trainable_masters = []
@@ -44,9 +52,13 @@ class MasterCopies:
     def tower_scope(self, tower):
         """Device and variable scope of tower `tower` (see base.VariableManager)."""
         def getter(getter, name, *args, **kwargs):
+            trainable = kwargs.get('trainable') is not False
+            rows = (self._slicing(kwargs['shape'], kwargs.get('dtype', tf.float32))
+                    if trainable and self._slicing else None)
+            if rows:
+                getter = functools.partial(partitioning.sliced_variable, getter, rows=rows)
             with tf.device(self._master_device_fn):
                 master = getter(name, *args, **kwargs)
-            trainable = kwargs.get('trainable') is not False
             if name not in self._masters:
                 self._masters[name] = master
                 if trainable:

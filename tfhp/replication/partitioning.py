@@ -5,10 +5,18 @@ first fully connected layer holds 74% of the model) leaves one ps carrying most 
 Split along its first axis into one slice per ps, each slice is a variable of its own that the
 greedy placer spreads, and each step's reads and updates of it are spread with it. An embedding
 looked up from a split variable gets a sparse (IndexedSlices) gradient per slice.
+
+The pipelined transfer cuts large variables into chunks of its own size (`chunk_rows`, made by
+`sliced_variable`): equal ones as TensorFlow's partitioners cut them, or tapered, small at either
+end of each ps task's chain and large between, which a partitioner cannot express.
 """
 import contextlib
 
 import tensorflow.compat.v1 as tf
+# PartitionedVariable and the initializers' partition info are not exported by tf.compat.v1.
+from tensorflow.python.ops import variable_scope  # pylint: disable=g-direct-tensorflow-import
+from tensorflow.python.ops import variables as tf_variables  # pylint: disable=g-direct-tensorflow-import
+from tensorflow.python.util import tf_inspect  # pylint: disable=g-direct-tensorflow-import
 
 from tfhp.replication import base
 
@@ -26,18 +34,95 @@ def split_large_variables(num_shards, min_bytes):
     return getter
 
 
-def chunk_large_variables(max_bytes):
-    """A custom getter cutting trainable variables of more than max_bytes along axis 0 into
-    slices of at most max_bytes (a pipelined transfer's chunks); others are created whole."""
-    partitioner = tf.variable_axis_size_partitioner(max_bytes)
+def chunk_rows(num_rows, row_bytes, max_bytes, taper_bytes=0, repeats=1):
+    """The rows of each chunk of a variable of num_rows rows (of row_bytes each) cut along
+    axis 0 into chunks of at most max_bytes (a pipelined transfer's), at least a row each.
 
-    def getter(getter, name, shape=None, dtype=tf.float32, **kwargs):
+    Without a taper the chunks are equal (as TensorFlow's partitioners cut). taper_bytes > 0
+    tapers both ends: `repeats` chunks of taper_bytes, `repeats` of twice that, and so on below
+    max_bytes, the middle in chunks of max_bytes, and the same steps mirrored at the end.
+    Greedy placement by bytes deals each group of equal chunks one to a ps task, so with
+    repeats = the ps tasks each task's chain starts and ends with a small chunk: its first
+    apply waits for little and its last pull carries little, while the chunks between are as
+    large as allowed and so few (each costs the runtime its messages and a variable's ops).
+    """
+    max_rows = max(1, max_bytes // row_bytes)
+    head, tail, left = [], [], num_rows
+    rows = max(1, taper_bytes // row_bytes) if taper_bytes else max_rows
+    while rows < max_rows and left:
+        for _ in range(repeats):
+            for end in (head, tail):
+                take = min(rows, left)
+                if take:
+                    end.append(take)
+                    left -= take
+        rows *= 2
+    count = -(-left // max_rows)
+    if taper_bytes:  # a multiple of repeats, so the loads stay level for the tail's deal
+        count = -(-count // repeats) * repeats
+    middle = [left // count + (i < left % count) for i in range(count)] if left else []
+    return head + middle + tail[::-1]
+
+
+def chunks_of(max_bytes, taper_bytes=0, repeats=1):
+    """slicing(shape, dtype): the rows of each chunk (`chunk_rows`) of a variable of more than
+    max_bytes, None for one sent whole (a `MasterCopies` slicing)."""
+    def slicing(shape, dtype):
         shape = tf.TensorShape(shape)
-        if (kwargs.get('trainable') is not False and shape.ndims and
-                shape.num_elements() * tf.as_dtype(dtype).size > max_bytes):
-            kwargs['partitioner'] = partitioner
-        return getter(name, shape=shape, dtype=dtype, **kwargs)
-    return getter
+        if not shape.ndims or not shape.is_fully_defined():
+            return None
+        num_rows = shape.as_list()[0]
+        row_bytes = shape[1:].num_elements() * tf.as_dtype(dtype).size
+        if not row_bytes or num_rows * row_bytes <= max_bytes:
+            return None
+        return chunk_rows(num_rows, row_bytes, max_bytes, taper_bytes, repeats)
+    return slicing
+
+
+def sliced_variable(getter, name, rows, shape, dtype=tf.float32, initializer=None, **kwargs):
+    """A PartitionedVariable of `shape` that `getter` makes as slices along axis 0 of `rows`
+    rows each, named name/part_<i> as TensorFlow's partitioners name them: each is initialised
+    as its slice of the whole (the initializer told the full shape, as a partitioner's is) and
+    saved as that slice of one variable `name`, so checkpoints hold the variable whole.
+
+    A partitioner cuts equal slices only; these may differ (a tapered pipelined transfer).
+
+    Raises:
+      ValueError: the initializer is a value, not a function (naming the variable).
+    """
+    shape = tf.TensorShape(shape).as_list()
+    kwargs.pop('partitioner', None)
+    if initializer is None:  # get_variable's own default for floating variables
+        initializer = tf.glorot_uniform_initializer()
+    if not callable(initializer):
+        raise ValueError('variable %s: cut into slices, it needs an initializer function, not '
+                         'a value' % name)
+    parts, offset = [], 0
+    for index, num_rows in enumerate(rows):
+        part_shape = [num_rows] + shape[1:]
+        var_offset = [offset] + [0] * (len(shape) - 1)
+        part = getter('%s/part_%d' % (name, index), shape=part_shape, dtype=dtype,
+                      initializer=_slice_initializer(initializer, shape, var_offset), **kwargs)
+        part._set_save_slice_info(  # pylint: disable=protected-access
+            tf_variables.Variable.SaveSliceInfo(name, shape, var_offset, part_shape))
+        parts.append(part)
+        offset += num_rows
+    return tf_variables.PartitionedVariable(name, shape, dtype, parts,
+                                            [len(parts)] + [1] * (len(shape) - 1))
+
+
+def _slice_initializer(initializer, full_shape, var_offset):
+    """initializer, called for one slice as get_variable calls it for a partitioner's: told the
+    whole variable's shape where it takes partition_info (fan-in scaling reads it)."""
+    info = variable_scope._PartitionInfo(full_shape, var_offset)  # pylint: disable=protected-access
+    takes_info = 'partition_info' in tf_inspect.getfullargspec(initializer).args
+
+    def init(shape, dtype=None, partition_info=None):
+        del partition_info
+        if takes_info:
+            return initializer(shape, dtype=dtype, partition_info=info)
+        return initializer(shape, dtype=dtype)
+    return init
 
 
 class Partitioned(base.PlacementDelegate):
