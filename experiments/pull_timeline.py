@@ -1,7 +1,7 @@
 """One traced step of each pipelined push-pull (--transfers), as timelines.
 
-Runs a synchronous `distributed_replicated` job of --model on one ps task and --num_workers
-workers, on emulated links of --rate, for each of --transfers (`experiments.link_jobs`; by
+Runs a synchronous `distributed_replicated` job of --model on --num_ps ps tasks (default one)
+and --num_workers workers, on emulated links of --rate, for each of --transfers (`experiments.link_jobs`; by
 default the pipelined transfer and the same with --ps_background_pulls). The chief traces timed
 step --trace_step of each (`--trace_file`; the background runs that overlap it, the pulls and the
 chief's applies, are merged in), and the figure stacks worker 0's steps on one time axis:
@@ -36,7 +36,7 @@ def measure(transfer, trace_dir):
     args = link_jobs.job_args(FLAGS.model, FLAGS.steps, FLAGS.warmup_steps,
                               link_jobs.transfer_args(transfer)) + [
                                   '--trace_file=' + trace, '--trace_step=%d' % FLAGS.trace_step]
-    run = common.run_cluster(1, FLAGS.num_workers, args, link_bandwidth=FLAGS.rate)
+    run = common.run_cluster(FLAGS.num_ps, FLAGS.num_workers, args, link_bandwidth=FLAGS.rate)
     if run.error:
         raise RuntimeError('%s: the job failed: %s' % (transfer, run.error))
     rows = push_pull.rows(capture.load_run_metadata(trace + capture.RUN_METADATA_SUFFIX))
@@ -74,8 +74,8 @@ def study():
         print(panel_title(r))
     if FLAGS.plot:
         panels = [(panel_title(r), rows) for r, rows in measured]
-        title = ('%s, %d worker(s), 1 ps, %s links, pipelined push-pull: worker 0\'s traced '
-                 'step' % (FLAGS.model, FLAGS.num_workers, FLAGS.rate))
+        title = ('%s, %d worker(s), %d ps, %s links, pipelined push-pull: worker 0\'s traced '
+                 'step' % (FLAGS.model, FLAGS.num_workers, FLAGS.num_ps, FLAGS.rate))
         caption = ('pushes and pulls of at least %d KiB, drawn on the wire (from the later of '
                    'the request and the previous arrival); %s'
                    % (push_pull.MIN_BYTES // 1024, provenance.caption()))
@@ -91,6 +91,7 @@ if __name__ == '__main__':
                         'run its emulated model (compute waited, not run on the shared cores) '
                         'in place of --model.')
     flags.DEFINE_integer('num_workers', 1, 'Workers of each job.')
+    flags.DEFINE_integer('num_ps', 1, 'ps tasks of each job.')
     flags.DEFINE_list('transfers', [link_jobs.PIPELINED, link_jobs.BACKGROUND], 'The transfers '
                       'traced, a panel each (experiments.link_jobs.transfer_args: a TRANSFERS key, '
                       'a pipelined one with @CHUNK/WINDOW).')

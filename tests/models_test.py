@@ -16,6 +16,7 @@ import tensorflow.compat.v1 as tf
 from tfhp import compat
 from tfhp.models import inception
 from tfhp.models import layers
+from tfhp.models import null
 from tfhp.models import registry
 
 NUM_CLASSES = 1000
@@ -389,3 +390,23 @@ def test_batch_norm_switches_statistics_with_is_training():
     assert num_updates == {False: 0, True: 2 * 53}
     # Batch statistics (training) and the initial moving statistics (0 and 1) differ.
     assert not np.allclose(train, evaluation, rtol=1e-3)
+
+
+def test_null_dense_reads_a_sliced_vector_slice_by_slice():
+    # Sliced (a partitioner's slices, the pipelined transfer's chunks), its mean is summed slice
+    # by slice: no op joins the 16 MiB slices or splits their gradient.
+    with tf.Graph().as_default():
+        with tf.variable_scope('', partitioner=tf.fixed_size_partitioner(4)):
+            logits = null.dense(None, tf.zeros([2, 8, 8, 3]), 10)
+        parts = tf.trainable_variables()
+        grads = tf.gradients(tf.reduce_sum(logits), parts)
+        types = {op.type for op in tf.get_default_graph().get_operations()}
+        assert len(parts) == 4 and not types & {'ConcatV2', 'Split', 'SplitV', 'Slice'}
+        values = np.random.RandomState(0).rand(null.DENSE_ELEMENTS).astype(np.float32)
+        with tf.Session() as sess:
+            for part, chunk in zip(parts, np.split(values, 4)):
+                part.load(chunk, sess)
+            got, grad = sess.run([logits, grads[0]])
+    np.testing.assert_allclose(got, np.full([2, 10], values.mean()), rtol=1e-5)
+    np.testing.assert_allclose(grad, np.full(grad.shape, 20.0 / null.DENSE_ELEMENTS), rtol=1e-6)
+

@@ -9,6 +9,8 @@ a read of the parameters and a send of their gradient:
 Run them with --weight_decay=0: an L2 term would make every gradient dense and full-size.
 """
 import tensorflow.compat.v1 as tf
+# PartitionedVariable is not exported by tf.compat.v1.
+from tensorflow.python.ops import variables as tf_variables  # pylint: disable=g-direct-tensorflow-import
 
 DENSE_ELEMENTS = 1 << 22           # 16 MiB of float32
 SPARSE_ROWS, SPARSE_DIM = 1 << 18, 16  # 16 MiB of float32, 64 bytes per row
@@ -30,7 +32,16 @@ def dense(builder, images, num_classes):
     """One DENSE_ELEMENTS-long parameter vector, read and updated whole every step."""
     del builder
     weights = tf.get_variable('null/dense', [DENSE_ELEMENTS], initializer=tf.zeros_initializer())
-    return _logits(images, num_classes, tf.reduce_mean(weights))
+    return _logits(images, num_classes, _mean(weights))
+
+
+def _mean(vector):
+    """The mean of a vector, a sliced one's (partitioner, pipelined chunks) summed slice by
+    slice: joining the slices, and splitting the gradient back, would copy the whole vector
+    twice a step, compute on the cores the transfer shares."""
+    if isinstance(vector, tf_variables.PartitionedVariable):
+        return tf.add_n([tf.reduce_sum(part) for part in vector]) / DENSE_ELEMENTS
+    return tf.reduce_mean(vector)
 
 
 def sparse(builder, images, num_classes):
