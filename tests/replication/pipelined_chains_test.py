@@ -116,3 +116,38 @@ def test_a_pipelined_step_says_the_global_step_it_made_before_the_chief_moves_it
             _, made = sess.run([update.train_op, update.step_made],
                                options=tf.RunOptions(timeout_in_ms=30000))
             assert (made, sess.run(global_step)) == (1, 0)
+
+
+def _reads_global_step_before_a_push(replicas_to_aggregate, **options):
+    """Whether any push (an accumulator's apply) of a 2-replica step waits for a read of the
+    global step."""
+    with tf.Graph().as_default():
+        global_step = tf.train.get_or_create_global_step()
+        with tf.device(PS[0]):
+            variables = [tf.Variable(tf.zeros([3]), name='v%d' % i) for i in range(2)]
+        with tf.device(WORKER):
+            grads = [tf.ones([3]) * (i + 1) for i in range(2)]
+        sync = sync_replicas.SyncReplicas(None, WORKER, replicas_to_aggregate, 2,
+                                          is_chief=False, **options)
+        sync.apply_worker_gradients(list(zip(grads, variables)),
+                                    lambda: tf.train.GradientDescentOptimizer(1.0), global_step)
+        pushes = [op for op in tf.get_default_graph().get_operations()
+                  if op.type == 'ResourceAccumulatorApplyGradient']
+        seen, todo = set(), list(pushes)
+        while todo:
+            op = todo.pop()
+            if op not in seen:
+                seen.add(op)
+                todo += [t.op for t in op.inputs] + list(op.control_inputs)
+        return len(pushes) == 2 and any(
+            op.type == 'ReadVariableOp' and op.inputs[0].op.name == global_step.op.name
+            for op in seen)
+
+
+@pytest.mark.parametrize('options', [{}, {'per_variable': True},
+                                     {'per_variable': True, 'pull_clock': True}])
+def test_only_spares_make_a_push_wait_for_the_late_check(options):
+    # With spares a gradient may be late and is counted before it leaves; without, the step
+    # cannot move before it is in, so none waits for a read of the global step.
+    assert _reads_global_step_before_a_push(1, **options)
+    assert not _reads_global_step_before_a_push(2, **options)

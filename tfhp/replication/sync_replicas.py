@@ -5,7 +5,8 @@ global step at which the replica's variables were read (its local step):
   1. The replica computes its towers' gradients and means them on its own CPU (one send per
      variable).
   2. Once they are ready it reads the global step: if it is already past L, the gradient is late
-     and is counted in `dropped_gradients` (step 3 will drop it).
+     and is counted in `dropped_gradients` (step 3 will drop it). Only with spares: without,
+     the step cannot move before this gradient is in, so none is late and nothing is read.
   3. It applies the mean to each variable's ConditionalAccumulator (on the variable's ps task),
      tagged L; an accumulator drops gradients tagged below its own step.
   4. It waits for a step token newer than L (older tokens are discarded), then sets L to the
@@ -323,11 +324,10 @@ class SyncReplicas(base.PlacementDelegate):
         loops, drained, init_ops, step_made = [], None, [], None
         with tf.name_scope(scopes.AGGREGATE):
             step_read = tag if background else local_step.read_value()
-            # 2. Late? Read the global step only once the gradients are ready.
-            # A payload that cannot be summed is a tuple of tensors: wait for each.
-            with tf.control_dependencies(tf.nest.flatten([g for g, _ in grads_and_vars])):
-                late = tf.less(step_read, global_step.read_value())
-            count = self._dropped.assign_add(tf.cast(late, tf.int64), read_value=False)
+            # 2. Late? Only with spares: without, the step cannot move before this gradient
+            # is in, and the pushes need not wait for a read of the global step, on a ps
+            # task that, on shared cores, answers when it gets one.
+            count = self._count_late(grads_and_vars, step_read, global_step)
             # 3. Send, tagged with the local step; background pulls send each gradient once
             # it exists (without spares none is late, so none waits for the count).
             if self._priority:
@@ -347,7 +347,7 @@ class SyncReplicas(base.PlacementDelegate):
                 stepped_tokens = (None if self._priority else
                                   barriers.step_token_queue(step_device, TOKEN_QUEUE))
                 train_op, loop, drained, init = self._background(
-                    applies + [count], tokens, stepped_tokens, grads_and_vars, step_read,
+                    applies + ([count] if count is not None else []), tokens, stepped_tokens, grads_and_vars, step_read,
                     local_step, global_step, after_each)
                 loops.append(loop)
                 init_ops.append(init)
@@ -415,6 +415,17 @@ class SyncReplicas(base.PlacementDelegate):
         drained = tf.greater(local_step.read_value(), pushed.read_value())
         return step_op, loop, drained, pushed.assign(global_step.read_value() - 1)
 
+    def _count_late(self, grads_and_vars, step_read, global_step):
+        """With spares, the op counting this worker's gradient in dropped_gradients if the
+        global step is already past step_read (read once the gradients are ready); None
+        without spares, where none can be late."""
+        if self._replicas_to_aggregate == self._num_replicas:
+            return None
+        # A payload that cannot be summed is a tuple of tensors: wait for each.
+        with tf.control_dependencies(tf.nest.flatten([g for g, _ in grads_and_vars])):
+            late = tf.less(step_read, global_step.read_value())
+        return self._dropped.assign_add(tf.cast(late, tf.int64), read_value=False)
+
     def _send(self, accumulators, grads_and_vars, step_read, gate):
         """Each gradient applied to its accumulator, tagged step_read, after `gate` (None:
         nothing); returns the apply ops in the order of grads_and_vars.
@@ -463,7 +474,7 @@ class SyncReplicas(base.PlacementDelegate):
             grad, var = grads_and_vars[i]
             chain = chains.setdefault(var.device, [])
             if not chain:
-                gates = [gate]
+                gates = [gate] if gate is not None else []
             elif len(chain) < PULL_LAG:  # nothing pulled yet: the receipt of the one before
                 gates = [applies[chain[-1]]]
             else:
