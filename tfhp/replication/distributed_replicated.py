@@ -9,8 +9,9 @@ names, so checkpoints are interchangeable with `parameter_server`'s.
 
 Pipelined (`pipeline_bytes` > 0, synchronous only): variables over that many bytes are cut
 into chunks (`partitioning.chunk_rows`: equal, or tapered to `taper_bytes` at both ends; each
-chunk a master of its own, spread over the ps tasks), the sync protocol releases each master on its own (`SyncReplicas(per_variable)`)
-and each copy is refreshed as soon as its master is: pulls overlap the pushes still on the wire.
+chunk a master of its own, spread over the ps tasks), the sync protocol releases each master
+on its own (`SyncReplicas(per_variable)`) and each copy is refreshed as soon as its master is:
+pulls overlap the pushes still on the wire.
 Checkpoints keep the canonical names (a chunked master is saved as slices of one variable).
 
 Background pulls (`background_pulls`, pipelined only): the step ends once the chief has applied

@@ -328,8 +328,7 @@ class SyncReplicas(base.PlacementDelegate):
             # is in, and the pushes need not wait for a read of the global step, on a ps
             # task that, on shared cores, answers when it gets one.
             count = self._count_late(grads_and_vars, step_read, global_step)
-            # 3. Send, tagged with the local step; background pulls send each gradient once
-            # it exists (without spares none is late, so none waits for the count).
+            # 3. Send, tagged with the local step, after the count (spares only).
             if self._priority:
                 applies, senders = self._send_by_priority(accumulators, grads_and_vars,
                                                           step_read)
@@ -338,8 +337,7 @@ class SyncReplicas(base.PlacementDelegate):
                 applies, waits = self._send_pull_clocked(accumulators, grads_and_vars,
                                                          step_read, count, tokens, after_each)
             else:
-                applies = self._send(accumulators, grads_and_vars, step_read,
-                                     None if background else count)
+                applies = self._send(accumulators, grads_and_vars, step_read, count)
             # 4. Wait for the step to be applied (or to have been applied without us): each
             # variable apart (pipelined), or all at once; or in the pulls' own loop.
             if background:
@@ -347,8 +345,8 @@ class SyncReplicas(base.PlacementDelegate):
                 stepped_tokens = (None if self._priority else
                                   barriers.step_token_queue(step_device, TOKEN_QUEUE))
                 train_op, loop, drained, init = self._background(
-                    applies + ([count] if count is not None else []), tokens, stepped_tokens, grads_and_vars, step_read,
-                    local_step, global_step, after_each)
+                    applies, tokens, stepped_tokens, grads_and_vars, step_read, local_step,
+                    global_step, after_each)  # no spares, so no count
                 loops.append(loop)
                 init_ops.append(init)
             else:
