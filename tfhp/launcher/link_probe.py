@@ -24,7 +24,7 @@ _SOCKET_TIMEOUT_S = 10.0
 _END_MARGIN_S = 0.1
 
 _RECEIVER = r'''
-import json, socket, sys, time
+import fcntl, json, socket, struct, sys, termios, time
 server = socket.create_server((sys.argv[1], 0))
 server.settimeout(%(timeout)g)
 print(server.getsockname()[1], flush=True)
@@ -38,7 +38,10 @@ while True:
     n = conn.recv_into(buffer)
     now = time.monotonic()
     if window_bytes is None and now >= start:
-        start, window_bytes = now, 0  # This read's bytes arrived before the window.
+        # This read's bytes, and those still queued (a receiver that got no core for a while
+        # finds a backlog), arrived before the window.
+        queued = fcntl.ioctl(conn.fileno(), termios.FIONREAD, b'\0\0\0\0')
+        start, window_bytes = now, -struct.unpack('i', queued)[0]
     elif window_bytes is not None:
         window_bytes += n
     if not n:
