@@ -4,6 +4,9 @@ import json
 import pytest
 
 from tfhp import sweep
+from tfhp.launcher import forked_task
+
+TRIVIAL = ['--model=trivial', '--image_size=8', '--batch_size=2', '--num_warmup_batches=0']
 
 
 def test_grid_is_the_product_of_the_value_lists():
@@ -63,6 +66,26 @@ def test_run_tfhp_gives_the_process_its_environment(tmp_path):
     outcome = sweep.run_tfhp(['--model=trivial'], timeout_s=60,
                              env={'PYTHONPATH': str(tmp_path)})
     assert outcome.result is None and outcome.error.startswith('failed (exit status 3)')
+
+
+def test_run_tfhp_forks_from_the_named_forkserver(monkeypatch):
+    # conftest names the session's forkserver; a run it cannot fork would go by exec.
+    forks = []
+
+    def counted(*args, **kwargs):
+        task = real(*args, **kwargs)
+        forks.append(task.pid)
+        return task
+    real = forked_task.ForkedTask
+    monkeypatch.setattr(forked_task, 'ForkedTask', counted)
+    outcome = sweep.run_tfhp(TRIVIAL + ['--num_batches=2'], timeout_s=60)
+    assert outcome.error is None and outcome.result['num_steps'] == 2
+    assert len(forks) == 1
+
+
+def test_a_forked_run_past_its_bound_is_killed_and_named():
+    outcome = sweep.run_tfhp(TRIVIAL + ['--num_batches=10000000'], timeout_s=3)
+    assert outcome.result is None and outcome.error == 'timed out after 3 s'
 
 
 def test_repeats_run_in_rounds_and_rank_by_the_median(monkeypatch, tmp_path, capsys):

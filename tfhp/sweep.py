@@ -26,6 +26,7 @@ import sys
 import tempfile
 
 from tfhp import timing
+from tfhp.launcher import forked_task
 
 # A run's outcome: the flags it ran with, its result dict (None if it failed) and, when it
 # failed, why (tfhp's own error line, or the end of its output).
@@ -56,6 +57,11 @@ def _last_lines(text, count=3):
 def run_tfhp(args, timeout_s=600.0, env=None):
     """Runs `python -m tfhp <args>` and reads the result it appends to a result file.
 
+    Where the environment names a forkserver (`tfhp.launcher.forked_task.ENVIRONMENT_VARIABLE`)
+    the run is a fork of it, as a launcher's tasks are, and skips TensorFlow's import; where
+    the fork cannot take the run's environment (`forked_task.STARTUP_VARIABLES`), it is
+    started the usual way.
+
     Args:
       args: tfhp flags (the function adds --result_file).
       timeout_s: bound on the run; it is killed after it.
@@ -67,23 +73,28 @@ def run_tfhp(args, timeout_s=600.0, env=None):
     with tempfile.TemporaryDirectory(prefix='tfhp_run_') as directory:
         result_file = os.path.join(directory, 'result.jsonl')
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL='2', **(env or {}))
-        try:
-            proc = subprocess.run([sys.executable, '-m', 'tfhp'] + args +
-                                  ['--result_file=' + result_file], capture_output=True,
-                                  text=True, timeout=timeout_s, env=env)
-        except subprocess.TimeoutExpired:
-            return Outcome(args, None, 'timed out after %g s' % timeout_s)
+        # A file, not a pipe: a run that fills a pipe nobody reads would stall until killed.
+        with open(os.path.join(directory, 'output'), 'w+') as output:
+            proc = forked_task.start([sys.executable, '-m', 'tfhp'] + args +
+                                     ['--result_file=' + result_file], env, output)
+            try:
+                returncode = proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return Outcome(args, None, 'timed out after %g s' % timeout_s)
+            output.seek(0)
+            text = output.read()
         lines = []
         if os.path.exists(result_file):
             with open(result_file) as f:
                 lines = f.read().splitlines()
-    if proc.returncode == 0 and lines:
+    if returncode == 0 and lines:
         return Outcome(args, json.loads(lines[-1]), None)
-    errors = [line for line in proc.stderr.splitlines() if ': error: ' in line]
-    if proc.returncode == 2 and errors:
+    errors = [line for line in text.splitlines() if ': error: ' in line]
+    if returncode == 2 and errors:
         return Outcome(args, None, 'refused: ' + errors[-1].split(': error: ', 1)[1])
-    return Outcome(args, None, 'failed (exit status %d): %s' % (
-        proc.returncode, _last_lines(proc.stderr or proc.stdout)))
+    return Outcome(args, None, 'failed (exit status %d): %s' % (returncode, _last_lines(text)))
 
 
 def grid_points(grids):
