@@ -295,6 +295,11 @@ flags.DEFINE_boolean('ps_push_priority', False, 'With --ps_background_pulls: gra
                      'first layer\'s passes the later layers\' chunks still waiting), from sender '
                      'threads of the worker, as many bytes on the way to each ps task as '
                      '--ps_pipeline_window (0: one push at a time).')
+flags.DEFINE_integer('ps_push_fusion_bytes', 0, 'With --ps_push_priority: consecutive '
+                     'gradients of a ps task (in forward order) each under this many bytes are '
+                     'queued and pushed together, in groups of at most this many bytes: one '
+                     'push run a group, not one a gradient (each run costs the worker and the ps '
+                     'task CPU; 0: each gradient alone).')
 flags.DEFINE_boolean('grpc_batched_reads', False, 'A cluster task\'s gRPC reads each message '
                      'once its bytes are in (gRPC\'s experiments %s: SO_RCVLOWAT sized by the '
                      'message), not at every arrival of a few packets: fewer wake-ups of its '

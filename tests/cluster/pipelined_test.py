@@ -31,12 +31,16 @@ def test_every_pipelined_transfer_trains_as_the_whole_step_does(tmp_path):
     # Priority pushes, two senders (an 8 MiB window) to each ps task.
     priority = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls',
                     '--ps_push_priority', '--ps_pipeline_window=%d' % (8 << 20))
+    # The same with each ps task's two chunks pushed together (--ps_push_fusion_bytes).
+    fused = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls',
+                 '--ps_push_priority', '--ps_pipeline_window=%d' % (8 << 20),
+                 '--ps_push_fusion_bytes=%d' % (8 << 20))
     # Pull-clocked, 2 MiB chunks: four on each ps task's chain, so two wait for pulls.
     clocked = _run(tmp_path, '--ps_pipeline_bytes=%d' % (2 << 20), '--ps_pull_clock')
     # Tapered: each ps task's chain 512 KiB, 1 MiB, 2 MiB chunks ... 1 MiB, 512 KiB.
     tapered = _run(tmp_path, '--ps_pipeline_bytes=%d' % (2 << 20), '--ps_pull_clock',
                    '--ps_pipeline_taper_bytes=%d' % (512 << 10))
-    runs = (whole, pipelined, background, priority, clocked, tapered)
+    runs = (whole, pipelined, background, priority, fused, clocked, tapered)
     for summary in runs:
         assert [t['global_step'] for t in summary['tasks']] == [5, 5]
         assert summary['dropped_gradients'] == 0

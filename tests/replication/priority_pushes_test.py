@@ -12,7 +12,7 @@ from tfhp.replication import priority_pushes
 CPU = '/device:CPU:0'
 
 
-def _build(payloads, senders_per_task=1):
+def _build(payloads, senders_per_task=1, fusion_bytes=0):
     """Four variables; push(i) logs (i, tag, the payload's sum) in a queue. Returns (queued
     ops, senders, the log's dequeue, the tag placeholder)."""
     variables = [tf.Variable(tf.zeros([2]), name='v%d' % i) for i in range(len(payloads))]
@@ -24,7 +24,8 @@ def _build(payloads, senders_per_task=1):
         return log.enqueue((tf.constant(i, tf.int64), step, total))
 
     queued, senders = priority_pushes.build(list(zip(payloads, variables)), tag, CPU, push,
-                                            senders_per_task=senders_per_task)
+                                            senders_per_task=senders_per_task,
+                                            fusion_bytes=fusion_bytes)
     return queued, senders, log.dequeue(), tag
 
 
@@ -46,6 +47,38 @@ def test_the_first_variable_ready_goes_first_whatever_order_backprop_made_them()
     assert [int(i) for i, _, _ in order] == [1, 0, 2, 3]
     assert all(int(step) == 7 for _, step, _ in order)
     np.testing.assert_allclose([total for _, _, total in order], [4.0, 2.0, 6.0, 4.0])
+
+
+def test_small_gradients_of_a_task_are_grouped_in_forward_order_up_to_the_bytes():
+    groups = priority_pushes._groups  # pylint: disable=protected-access
+    sizes_and_tasks = [(8, 'a'), (8, 'b'), (8, 'a'), (100, 'a'), (8, 'a'), (8, 'b'),
+                       (8, 'a'), (8, 'a')]
+    assert groups(sizes_and_tasks, 0) == [[i] for i in range(8)]
+    # Task a's small ones run 0, 2 (then 3, large, alone) and 4, 6, 7 (16 bytes at most);
+    # task b's 1 and 5 are consecutive among b's.
+    assert groups(sizes_and_tasks, 16) == [[0, 2], [1, 5], [3], [4, 6], [7]]
+    assert groups(sizes_and_tasks, 64) == [[0, 2], [1, 5], [3], [4, 6, 7]]
+
+
+def test_a_group_is_queued_once_all_its_gradients_are_made_and_pushed_in_one_turn():
+    with tf.Graph().as_default():
+        payloads = [tf.fill([2], float(i + 1)) for i in range(3)] + [tf.fill([8], 1.0)]
+        # 8-byte gradients 0-2 in groups of at most 16 bytes, [0, 1] and [2]; 3 (32) alone.
+        queued, senders, logged, tag = _build(payloads, fusion_bytes=16)
+        sender, = senders
+        assert len(queued) == 3  # one queue element a group
+        with tf.Session() as session:
+            session.run(tf.local_variables_initializer())
+            session.run([queued[2], queued[1]], {tag: 5})  # backprop made 3, then 2
+            sender(session, session.run)
+            session.run(queued[0], {tag: 5})  # then 1 and 0: their group passes 3
+            sender(session, session.run)
+            bounded = tf.RunOptions(timeout_in_ms=10000)  # a missing push fails, not hangs
+            pushed = [int(session.run(logged, options=bounded)[0]) for _ in range(3)]
+            sender(session, session.run)
+            pushed.append(int(session.run(logged, options=bounded)[0]))
+    # The second turn pushed 0 and 1 together (one run: three logged after two turns).
+    assert pushed[0] == 2 and sorted(pushed[1:3]) == [0, 1] and pushed[3] == 3
 
 
 def test_senders_per_task_and_refusals():

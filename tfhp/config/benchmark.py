@@ -107,6 +107,9 @@ def _check_cluster(cfg):
                    '--ps_pull_clock paces the pipelined transfer one push at a time by the '
                    'pulls of its own step: it needs --ps_pipeline_bytes, and no '
                    '--ps_pipeline_window or --ps_background_pulls')
+    errors.require(not cluster.ps_push_fusion_bytes or cluster.ps_push_priority,
+                   '--ps_push_fusion_bytes=%d groups the priority pushes: it needs '
+                   '--ps_push_priority', cluster.ps_push_fusion_bytes)
     errors.require(not cluster.ps_push_priority or cluster.ps_background_pulls,
                    '--ps_push_priority sends from threads beside the step, which needs the step '
                    'to end before its pulls: it needs --ps_background_pulls')

@@ -75,6 +75,9 @@ class ClusterConfig:
       ps_push_priority: with ps_background_pulls, gradients leave in forward order among
         those made (`tfhp.replication.priority_pushes`), ps_pipeline_window bytes on the way
         to each ps task (0: one push at a time).
+      ps_push_fusion_bytes: with ps_push_priority, N > 0: consecutive gradients of a ps task
+        each under N bytes are pushed together, in groups of at most N bytes, one run a group
+        (`tfhp.replication.priority_pushes`); 0: one run a gradient.
       ps_pull_clock: with ps_pipeline_bytes, no window and no background pulls, each push
         leaves once the pull two pushes back in its chain is in, not once the ps's receipt of
         the push before is back (`tfhp.replication.sync_replicas`).
@@ -113,6 +116,7 @@ class ClusterConfig:
     ps_pipeline_taper_bytes: int = 0
     ps_background_pulls: bool = False
     ps_push_priority: bool = False
+    ps_push_fusion_bytes: int = 0
     ps_pull_clock: bool = False
     linger_s: float = 0.0
     serve_clients: bool = False
@@ -159,7 +163,7 @@ class ClusterConfig:
                        num_workers)
         errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes',
                                 'ps_pipeline_bytes', 'ps_pipeline_window',
-                                'ps_pipeline_taper_bytes')
+                                'ps_pipeline_taper_bytes', 'ps_push_fusion_bytes')
         errors.require_choice(self, 'straggler_mode', STRAGGLER_MODES)
         errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
         errors.require_positive(self, 'save_model_secs', optional=True)

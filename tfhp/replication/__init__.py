@@ -140,7 +140,8 @@ def _sync(topology, cluster, compressor):
         num_replicas=topology.num_workers, is_chief=topology.is_chief,
         compressor=compressor, per_variable=bool(cluster.ps_pipeline_bytes),
         timeout_s=cluster.step_timeout_s, window_bytes=cluster.ps_pipeline_window,
-        priority=cluster.ps_push_priority, pull_clock=cluster.ps_pull_clock)
+        priority=cluster.ps_push_priority, pull_clock=cluster.ps_pull_clock,
+        fusion_bytes=cluster.ps_push_fusion_bytes)
 
 
 def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False):

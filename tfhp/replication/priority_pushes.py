@@ -77,8 +77,27 @@ class Sender(session_hooks.Loop):
             self._credit.add(-self._num_bytes[index])
 
 
+def _groups(sizes_and_tasks, fusion_bytes):
+    """The gradients' push groups: lists of indices, in order of their first. Consecutive
+    gradients of one ps task (in forward order) each under fusion_bytes share a group of at
+    most fusion_bytes; every other gradient is a group of its own."""
+    groups, open_group = [], {}  # task -> (its group being filled, the group's bytes)
+    for i, (size, task) in enumerate(sizes_and_tasks):
+        group, group_bytes = open_group.get(task, (None, 0))
+        if size >= fusion_bytes:
+            groups.append([i])
+            open_group.pop(task, None)  # a large gradient ends the run of small ones
+        elif group is not None and group_bytes + size <= fusion_bytes:
+            group.append(i)
+            open_group[task] = (group, group_bytes + size)
+        else:
+            groups.append([i])
+            open_group[task] = (groups[-1], size)
+    return groups
+
+
 def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
-          senders_per_task=SENDERS_PER_TASK):
+          senders_per_task=SENDERS_PER_TASK, fusion_bytes=0):
     """Priority pushes of this worker's gradients.
 
     Args:
@@ -91,39 +110,51 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
       window_bytes: bytes of pushes on the way to each ps task at once; 0 (or a push larger
         than it): one at a time.
       senders_per_task: sender threads per ps task: at most this many pushes on the way.
+      fusion_bytes: N > 0: consecutive gradients of a ps task each under N bytes are queued
+        and pushed together, in groups of at most N bytes: one queue element and one push run
+        a group (each run costs both tasks' runtimes about a millisecond of CPU), ranked by
+        its first gradient and queued once all of its gradients are made; 0: each gradient
+        alone.
     Returns:
-      (ops that queue each gradient once made, in the order of grads_and_vars; the `Sender`
-      loops, for a `RunInLoops` hook).
+      (an op that queues each group once its gradients are made, in the order of their first
+      gradients; the `Sender` loops, for a `RunInLoops` hook).
     """
-    queues, pushes, num_bytes, queued = {}, {}, {}, []
-    with tf.device(worker_device):
-        tag_feed = tf.placeholder(tf.int64, [], name='%s/tag' % PRIORITY_QUEUE)
-    for i, (grad, var) in enumerate(grads_and_vars):
+    for grad, var in grads_and_vars:
         if isinstance(grad, tf.IndexedSlices):
             raise ValueError('priority pushes buffer dense gradients; %s has a sparse one'
                              % var.op.name)
-        task = var.device
-        with tf.device(worker_device), tf.name_scope('%s/%d' % (PRIORITY_QUEUE, i)):
+        for part in tf.nest.flatten(grad):
+            if not part.shape.is_fully_defined():
+                raise ValueError('priority pushes buffer gradients of fixed shapes; %s '
+                                 'sends one of shape %s' % (var.op.name, part.shape))
+    sizes = [sum(p.shape.num_elements() * p.dtype.size for p in tf.nest.flatten(grad))
+             for grad, _ in grads_and_vars]
+    queues, pushes, num_bytes, queued = {}, {}, {}, []
+    with tf.device(worker_device):
+        tag_feed = tf.placeholder(tf.int64, [], name='%s/tag' % PRIORITY_QUEUE)
+    tasks = [var.device for _, var in grads_and_vars]
+    for group in _groups(list(zip(sizes, tasks)), fusion_bytes):
+        first, task = group[0], tasks[group[0]]
+        with tf.device(worker_device), tf.name_scope('%s/%d' % (PRIORITY_QUEUE, first)):
             if task not in queues:
-                # Elements (priority = the gradient's index, tag); the least comes first.
+                # Elements (priority = the group's first index, tag); the least comes first.
                 queues[task] = tf.PriorityQueue(-1, [tf.int64], shapes=[[]],
                                                 name='queue_%d' % len(queues))
                 pushes[task], num_bytes[task] = {}, {}
-            buffers, copies, size = [], [], 0
-            for part in tf.nest.flatten(grad):
-                if not part.shape.is_fully_defined():
-                    raise ValueError('priority pushes buffer gradients of fixed shapes; %s '
-                                     'sends one of shape %s' % (var.op.name, part.shape))
-                buffers.append(tf.Variable(tf.zeros(part.shape, part.dtype), trainable=False,
-                                           collections=[tf.GraphKeys.LOCAL_VARIABLES],
-                                           name='buffer'))
-                copies.append(buffers[-1].assign(part, read_value=False))
-                size += part.shape.num_elements() * part.dtype.size
+            copies, payloads = [], []
+            for i in group:
+                parts = tf.nest.flatten(grads_and_vars[i][0])
+                buffers = [tf.Variable(tf.zeros(part.shape, part.dtype), trainable=False,
+                                       collections=[tf.GraphKeys.LOCAL_VARIABLES],
+                                       name='buffer') for part in parts]
+                copies += [b.assign(part, read_value=False) for b, part in zip(buffers, parts)]
+                payloads.append(tf.nest.pack_sequence_as(grads_and_vars[i][0],
+                                                         [b.read_value() for b in buffers]))
             with tf.control_dependencies(copies):
-                queued.append(queues[task].enqueue((tf.constant(i, tf.int64), tag)))
-            payload = tf.nest.pack_sequence_as(grad, [b.read_value() for b in buffers])
-        pushes[task][i] = push(i, payload, tag_feed)
-        num_bytes[task][i] = size
+                queued.append(queues[task].enqueue((tf.constant(first, tf.int64), tag)))
+        sends = [push(i, payload, tag_feed) for i, payload in zip(group, payloads)]
+        pushes[task][first] = sends[0] if len(sends) == 1 else tf.group(*sends)
+        num_bytes[task][first] = sum(sizes[i] for i in group)
     senders = []
     for k, (task, queue) in enumerate(queues.items()):
         with tf.device(worker_device):

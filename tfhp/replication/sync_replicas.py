@@ -224,6 +224,8 @@ class SyncReplicas(base.PlacementDelegate):
       priority: with background pulls, the gradients leave in forward order among those made
         (`tfhp.replication.priority_pushes`, window_bytes on the way to each ps task);
         False: the static chain of `_send`.
+      fusion_bytes: with priority, consecutive gradients of a ps task each under this many
+        bytes are pushed together in groups of at most this many (`priority_pushes.build`).
       pull_clock: per_variable, without background pulls or a window: each push waits for
         the pull PULL_LAG pushes back in its chain instead of the receipt of the one before
         (module doc).
@@ -231,7 +233,7 @@ class SyncReplicas(base.PlacementDelegate):
 
     def __init__(self, placement, worker_device, replicas_to_aggregate, num_replicas,
                  is_chief, compressor=None, per_variable=False, timeout_s=600.0,
-                 window_bytes=0, priority=False, pull_clock=False):
+                 window_bytes=0, priority=False, pull_clock=False, fusion_bytes=0):
         if not 1 <= replicas_to_aggregate <= num_replicas:
             raise ValueError('replicas_to_aggregate=%d must be in 1..num_replicas=%d'
                              % (replicas_to_aggregate, num_replicas))
@@ -248,6 +250,7 @@ class SyncReplicas(base.PlacementDelegate):
         self._timeout_s = timeout_s
         self._window_bytes = window_bytes
         self._priority = priority
+        self._fusion_bytes = fusion_bytes
         self._pull_clock = pull_clock
         self._dropped = None
 
@@ -489,7 +492,7 @@ class SyncReplicas(base.PlacementDelegate):
             with tf.device(var.device):
                 return _apply(accumulators[i], payload, var, step, self._compressor)
         return priority_pushes.build(grads_and_vars, tag, self._worker_device, push,
-                                     self._window_bytes)
+                                     self._window_bytes, fusion_bytes=self._fusion_bytes)
 
     def _chief_update(self, accumulators, grads_and_vars, optimizer_fn, global_step, tokens,
                       publish, stepped_tokens=None):
