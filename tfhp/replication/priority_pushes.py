@@ -13,9 +13,12 @@ ready, and push that buffer to its accumulator, tagged with the step; so a first
 gradient passes the later layers' chunks still waiting.
 
 The step ends once its gradients are queued (`SyncReplicas`), so the next forward pass starts on
-the first layers while the later chunks still travel. A buffer is overwritten only by the next
-step's gradient, which backprop makes after that step's forward pass read every variable, each
-read waiting for its variable's pull of this step: after every push of this one was applied.
+the first layers while the later chunks still travel. With fusion bytes
+(`--ps_push_fusion_bytes`) a ps task's consecutive small gradients go as one group: one queue
+element and one push run, since each run costs both tasks' runtimes CPU whatever it carries. A
+buffer is overwritten only by the next step's gradient, which backprop makes after that step's
+forward pass read every variable, each read waiting for its variable's pull of this step: after
+every push of this one was applied.
 """
 import threading
 
@@ -51,8 +54,8 @@ class _Credit:
 
 
 class Sender(session_hooks.Loop):
-    """A loop's turn: once its ps task's window has room, take the first gradient of the
-    task's queue (blocking until one is made) and push it; one of several per task, so that
+    """A loop's turn: once its ps task's window has room, take the first gradient (or group)
+    of the task's queue (blocking until one is made) and push it; one of several per task, so that
     small gradients go beside a large one still on the way."""
 
     def __init__(self, name, credit, dequeue, pushes, num_bytes, tag):
@@ -116,8 +119,8 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
         its first gradient and queued once all of its gradients are made; 0: each gradient
         alone.
     Returns:
-      (an op that queues each group once its gradients are made, in the order of their first
-      gradients; the `Sender` loops, for a `RunInLoops` hook).
+      (ops, one a group, each queueing its group once its gradients are made, in the order of
+      their first gradients; the `Sender` loops, for a `RunInLoops` hook).
     """
     for grad, var in grads_and_vars:
         if isinstance(grad, tf.IndexedSlices):
