@@ -409,4 +409,3 @@ def test_null_dense_reads_a_sliced_vector_slice_by_slice():
             got, grad = sess.run([logits, grads[0]])
     np.testing.assert_allclose(got, np.full([2, 10], values.mean()), rtol=1e-5)
     np.testing.assert_allclose(grad, np.full(grad.shape, 20.0 / null.DENSE_ELEMENTS), rtol=1e-6)
-
