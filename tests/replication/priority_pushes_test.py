@@ -36,6 +36,7 @@ def test_the_first_variable_ready_goes_first_whatever_order_backprop_made_them()
         queued, senders, logged, tag = _build(payloads)
         sender, = senders  # one ps task (every variable on the default device), one sender
         with tf.Session() as session:
+            sender.start(session, tf.train.Coordinator())
             session.run(tf.local_variables_initializer())
             session.run([queued[3], queued[1]], {tag: 7})  # backprop made 3, then 1
             sender(session, session.run)
@@ -68,6 +69,7 @@ def test_a_group_is_queued_once_all_its_gradients_are_made_and_pushed_in_one_tur
         sender, = senders
         assert len(queued) == 3  # one queue element a group
         with tf.Session() as session:
+            sender.start(session, tf.train.Coordinator())
             session.run(tf.local_variables_initializer())
             session.run([queued[2], queued[1]], {tag: 5})  # backprop made 3, then 2
             sender(session, session.run)
@@ -79,6 +81,46 @@ def test_a_group_is_queued_once_all_its_gradients_are_made_and_pushed_in_one_tur
             pushed.append(int(session.run(logged, options=bounded)[0]))
     # The second turn pushed 0 and 1 together (one run: three logged after two turns).
     assert pushed[0] == 2 and sorted(pushed[1:3]) == [0, 1] and pushed[3] == 3
+
+
+def _ends_within(turn, seconds):
+    """Whether turn() raises RuntimeError (the end of a loop) within `seconds`."""
+    ended = []
+
+    def wait():
+        try:
+            turn()
+        except RuntimeError:
+            ended.append(True)
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(seconds)
+    return bool(ended)
+
+
+def test_a_waiting_sender_ends_with_its_session_and_a_new_session_drops_what_was_left():
+    with tf.Graph().as_default():
+        queued, senders, logged, tag = _build([tf.ones([2]), tf.ones([2])])
+        sender, = senders
+        with tf.Session() as old, tf.Session() as new:
+            coord = tf.train.Coordinator()
+            sender.start(old, coord)
+            old.run(tf.local_variables_initializer())
+            old.run(queued[1], {tag: 3})  # a step cut short: 1 queued, never pushed
+            sender(old, old.run)  # takes 1
+            assert not _ends_within(lambda: sender(old, old.run), 0.3)  # waits for a gradient
+            coord.request_stop()
+            assert _ends_within(lambda: sender(old, old.run), 1.0)
+            coord = tf.train.Coordinator()
+            old.run(queued[0], {tag: 3})  # left by the old session: dropped by the new one
+            sender.start(new, coord)
+            assert _ends_within(lambda: sender(old, old.run), 1.0)  # the old one's senders end
+            new.run(tf.local_variables_initializer())
+            new.run(queued[1], {tag: 4})
+            sender(new, new.run)
+            bounded = tf.RunOptions(timeout_in_ms=10000)
+            index, step, _ = new.run(logged, options=bounded)
+    assert (int(index), int(step)) == (1, 4)  # 0 of the old session was never pushed
 
 
 def test_senders_per_task_and_refusals():

@@ -38,6 +38,12 @@ class Loop:
     """
     name = 'loop'
 
+    def start(self, session, coord):
+        """Called once a session is made, before any loop of it turns: state the turns share
+        across sessions (see `priority_pushes`) is set for `session`, whose loops stop with
+        `coord`."""
+        del session, coord
+
     def __call__(self, session, traced_run):
         """One turn: runs in `session`; traced_run(fetches, feed_dict=None) is a run traced
         when a traced step wants it (tracing decided as it starts), for the runs worth seeing
@@ -65,6 +71,9 @@ class RunInLoops(tf.train.SessionRunHook):
 
     def start_loops(self, session, coord):
         """Starts the threads (call from after_create_session)."""
+        for loop in self._loops:
+            if isinstance(loop, Loop):
+                loop.start(session, coord)
         for loop in self._loops:
             # Not registered with the coordinator: a thread blocks (in take_grad, or on a token)
             # when the replicas stop, and closing the session is what ends it.

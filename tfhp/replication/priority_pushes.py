@@ -5,12 +5,14 @@ With background pulls the next forward pass starts on its first layers as soon a
 are back. Backprop makes those layers' gradients last, and the pipelined transfer's static chain
 sends them last too: behind every chunk made before them that the link has not yet carried.
 Here (`--ps_push_priority`) a gradient, once made, is copied into a buffer of the worker's and
-its index put into its ps task's *priority queue* on the worker, ranked by its variable's place
-in the forward order (the order the variables are created). Sender threads of the worker
-(`Sender`, several per ps task) take, one at a time and once the task's window of bytes on the
-way has room (`--ps_pipeline_window`), the first index of the queue, whichever gradients are
-ready, and push that buffer to its accumulator, tagged with the step; so a first layer's
-gradient passes the later layers' chunks still waiting.
+its index put into its ps task's *ready queue* (`_Ready`), ranked by its variable's place in the
+forward order (the order the variables are created). Sender threads of the worker (`Sender`,
+several per ps task) take, one at a time and once the task's window of bytes on the way has room
+(`--ps_pipeline_window`), the first index of the queue, whichever gradients are ready, and push
+that buffer to its accumulator, tagged with the step; so a first layer's gradient passes the
+later layers' chunks still waiting. The ready queue is Python's, filled by the step graph through
+a `numpy_function`: taking from it costs no run of the distributed runtime (a run costs about a
+millisecond of CPU, and, between two pushes, of the link's time).
 
 The step ends once its gradients are queued (`SyncReplicas`), so the next forward pass starts on
 the first layers while the later chunks still travel. With fusion bytes
@@ -20,8 +22,10 @@ buffer is overwritten only by the next step's gradient, which backprop makes aft
 forward pass read every variable, each read waiting for its variable's pull of this step: after
 every push of this one was applied.
 """
+import heapq
 import threading
 
+import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import session_hooks
@@ -30,6 +34,47 @@ PRIORITY_QUEUE = 'tfhp_push_priority'
 # Senders per ps task: enough for the small gradients (biases, batch norms) that fit a window
 # beside a large one, each push run waiting for its receipt.
 SENDERS_PER_TASK = 32
+# How often a sender waiting for a gradient checks whether its session is stopping.
+_STOP_POLL_S = 0.05
+
+
+class _Ready:
+    """One ps task's made gradients (or groups) not pushed yet: (priority, tag), least first.
+
+    The step graph puts (`put`, in a numpy_function); senders take in Python. A session's
+    loops `open` it: what an earlier session left (a step cut short) is dropped, and that
+    session's senders end.
+    """
+
+    def __init__(self):
+        self._heap = []
+        self._changed = threading.Condition()
+        self._session, self._coord = None, None
+
+    def open(self, session, coord):
+        """Serves `session` (its loops stop with `coord`) from now on."""
+        with self._changed:
+            if session is not self._session:
+                self._heap, self._session, self._coord = [], session, coord
+                self._changed.notify_all()
+
+    def put(self, priority, tag):
+        """Queues (priority, tag); returns priority (the numpy_function's output)."""
+        with self._changed:
+            heapq.heappush(self._heap, (int(priority), int(tag)))
+            self._changed.notify()
+        return np.int64(priority)
+
+    def take(self, session):
+        """(priority, tag) of the least queued, blocking until there is one; raises
+        RuntimeError, which ends a loop, once `session` is not served or is stopping."""
+        with self._changed:
+            while True:
+                if session is not self._session or self._coord.should_stop():
+                    raise RuntimeError('priority pushes: the session is done')
+                if self._heap:
+                    return heapq.heappop(self._heap)
+                self._changed.wait(_STOP_POLL_S)
 
 
 class _Credit:
@@ -55,24 +100,25 @@ class _Credit:
 
 class Sender(session_hooks.Loop):
     """A loop's turn: once its ps task's window has room, take the first gradient (or group)
-    of the task's queue (blocking until one is made) and push it; one of several per task, so that
-    small gradients go beside a large one still on the way."""
+    of the task's ready queue (blocking until one is made) and push it; one of several per task,
+    so that small gradients go beside a large one still on the way."""
 
-    def __init__(self, name, credit, dequeue, pushes, num_bytes, tag):
+    def __init__(self, name, credit, ready, pushes, num_bytes, tag):
         self.name = name
         self._credit = credit
-        self._dequeue = dequeue
+        self._ready = ready
         self._pushes = pushes
         self._num_bytes = num_bytes
         self._tag = tag
 
+    def start(self, session, coord):
+        self._ready.open(session, coord)
+
     def __call__(self, session, traced_run):
-        # The choice is made as late as it can be: once there is room, by one sender at a
-        # time. Two runs, since which push to run is known only once the dequeue returns;
-        # only the push, what crosses the link, is traced (the dequeue waits for backprop).
+        # The choice is made as late as it can be: once there is room, by one sender at a time.
         with self._credit.choosing:
             self._credit.wait_for_room()
-            index, tag = session.run(self._dequeue)
+            index, tag = self._ready.take(session)
             self._credit.add(self._num_bytes[index])
         try:
             traced_run(self._pushes[index], feed_dict={self._tag: tag})
@@ -132,18 +178,15 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
                                  'sends one of shape %s' % (var.op.name, part.shape))
     sizes = [sum(p.shape.num_elements() * p.dtype.size for p in tf.nest.flatten(grad))
              for grad, _ in grads_and_vars]
-    queues, pushes, num_bytes, queued = {}, {}, {}, []
+    ready, pushes, num_bytes, queued = {}, {}, {}, []
     with tf.device(worker_device):
         tag_feed = tf.placeholder(tf.int64, [], name='%s/tag' % PRIORITY_QUEUE)
     tasks = [var.device for _, var in grads_and_vars]
     for group in _groups(list(zip(sizes, tasks)), fusion_bytes):
         first, task = group[0], tasks[group[0]]
         with tf.device(worker_device), tf.name_scope('%s/%d' % (PRIORITY_QUEUE, first)):
-            if task not in queues:
-                # Elements (priority = the group's first index, tag); the least comes first.
-                queues[task] = tf.PriorityQueue(-1, [tf.int64], shapes=[[]],
-                                                name='queue_%d' % len(queues))
-                pushes[task], num_bytes[task] = {}, {}
+            if task not in ready:
+                ready[task], pushes[task], num_bytes[task] = _Ready(), {}, {}
             copies, payloads = [], []
             for i in group:
                 parts = tf.nest.flatten(grads_and_vars[i][0])
@@ -154,16 +197,17 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
                 payloads.append(tf.nest.pack_sequence_as(grads_and_vars[i][0],
                                                          [b.read_value() for b in buffers]))
             with tf.control_dependencies(copies):
-                queued.append(queues[task].enqueue((tf.constant(first, tf.int64), tag)))
+                # Stateful: run once a step, never folded or pruned away.
+                queued.append(tf.numpy_function(
+                    ready[task].put, [tf.constant(first, tf.int64), tf.cast(tag, tf.int64)],
+                    tf.int64, stateful=True, name='ready'))
         sends = [push(i, payload, tag_feed) for i, payload in zip(group, payloads)]
         pushes[task][first] = sends[0] if len(sends) == 1 else tf.group(*sends)
         num_bytes[task][first] = sum(sizes[i] for i in group)
     senders = []
-    for k, (task, queue) in enumerate(queues.items()):
-        with tf.device(worker_device):
-            taken = queue.dequeue(name='%s/take_%d' % (PRIORITY_QUEUE, k))
+    for k, (task, task_ready) in enumerate(ready.items()):
         credit = _Credit(window_bytes)
-        senders += [Sender('%s/task_%d/sender_%d' % (PRIORITY_QUEUE, k, s), credit, taken,
+        senders += [Sender('%s/task_%d/sender_%d' % (PRIORITY_QUEUE, k, s), credit, task_ready,
                            pushes[task], num_bytes[task], tag_feed)
                     for s in range(senders_per_task)]
     return queued, senders
