@@ -68,9 +68,12 @@ class RunInLoops(tf.train.SessionRunHook):
         self._traces = []
         self._in_flight = 0  # traced runs of this generation not done yet
         self._generation = 0  # moved by each trace_loops and loop_traces
+        self._callables = {}  # (session, fetches) -> callable, of the latest session
 
     def start_loops(self, session, coord):
         """Starts the threads (call from after_create_session)."""
+        with self._lock:
+            self._callables = {}  # an earlier session's, closed
         for loop in self._loops:
             if isinstance(loop, Loop):
                 loop.start(session, coord)
@@ -112,6 +115,19 @@ class RunInLoops(tf.train.SessionRunHook):
                     return traces
             time.sleep(0.005)
 
+    def _callable(self, session, fetches):
+        """session's callable running `fetches` (made at its first use): a loop's run by
+        callable skips the client's work of turning fetches into a run request (about a third
+        of a small run's CPU, measured on a local gRPC session)."""
+        key = (session, fetches)
+        with self._lock:
+            run = self._callables.get(key)
+        if run is None:
+            run = session.make_callable(fetches, accept_options=True)
+            with self._lock:
+                self._callables[key] = run
+        return run
+
     def _loop(self, session, coord, op):
         def traced_run(fetches, feed_dict=None):
             return self._run(session, op.name, fetches, feed_dict)
@@ -128,14 +144,18 @@ class RunInLoops(tf.train.SessionRunHook):
                 return
 
     def _run(self, session, name, fetches, feed_dict):
-        """session.run, traced (and its trace kept under `name`) while tracing is on."""
+        """session.run, traced (and its trace kept under `name`) while tracing is on; an op or
+        tensor fed nothing, by a callable made once a session (`_callable`)."""
         with self._lock:
             traced, generation = self._tracing, self._generation
             self._in_flight += traced
         options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE) if traced else None
         metadata = tf.RunMetadata() if traced else None
-        value = session.run(fetches, feed_dict=feed_dict, options=options,
-                            run_metadata=metadata)
+        if feed_dict or not isinstance(fetches, (tf.Operation, tf.Tensor)):
+            value = session.run(fetches, feed_dict=feed_dict, options=options,
+                                run_metadata=metadata)
+        else:
+            value = self._callable(session, fetches)(options=options, run_metadata=metadata)
         if traced:
             with self._lock:
                 if generation == self._generation:  # else collected (or given up) already

@@ -9,10 +9,11 @@ its index put into its ps task's *ready queue* (`_Ready`), ranked by its variabl
 forward order (the order the variables are created). Sender threads of the worker (`Sender`,
 several per ps task) take, one at a time and once the task's window of bytes on the way has room
 (`--ps_pipeline_window`), the first index of the queue, whichever gradients are ready, and push
-that buffer to its accumulator, tagged with the step; so a first layer's gradient passes the
+that buffer to its accumulator, tagged with the step it was made at (buffered beside it); so a first layer's gradient passes the
 later layers' chunks still waiting. The ready queue is Python's, filled by the step graph through
 a `numpy_function`: taking from it costs no run of the distributed runtime (a run costs about a
-millisecond of CPU, and, between two pushes, of the link's time).
+millisecond of CPU, and, between two pushes, of the link's time), and a push, which is fed
+nothing, is run by a callable (`RunInLoops`).
 
 The step ends once its gradients are queued (`SyncReplicas`), so the next forward pass starts on
 the first layers while the later chunks still travel. With fusion bytes
@@ -39,7 +40,7 @@ _STOP_POLL_S = 0.05
 
 
 class _Ready:
-    """One ps task's made gradients (or groups) not pushed yet: (priority, tag), least first.
+    """One ps task's made gradients (or groups) not pushed yet: their priorities, least first.
 
     The step graph puts (`put`, in a numpy_function); senders take in Python. A session's
     loops `open` it: what an earlier session left (a step cut short) is dropped, and that
@@ -58,15 +59,15 @@ class _Ready:
                 self._heap, self._session, self._coord = [], session, coord
                 self._changed.notify_all()
 
-    def put(self, priority, tag):
-        """Queues (priority, tag); returns priority (the numpy_function's output)."""
+    def put(self, priority):
+        """Queues priority; returns it (the numpy_function's output)."""
         with self._changed:
-            heapq.heappush(self._heap, (int(priority), int(tag)))
+            heapq.heappush(self._heap, int(priority))
             self._changed.notify()
         return np.int64(priority)
 
     def take(self, session):
-        """(priority, tag) of the least queued, blocking until there is one; raises
+        """The least priority queued, blocking until there is one; raises
         RuntimeError, which ends a loop, once `session` is not served or is stopping."""
         with self._changed:
             while True:
@@ -103,13 +104,12 @@ class Sender(session_hooks.Loop):
     of the task's ready queue (blocking until one is made) and push it; one of several per task,
     so that small gradients go beside a large one still on the way."""
 
-    def __init__(self, name, credit, ready, pushes, num_bytes, tag):
+    def __init__(self, name, credit, ready, pushes, num_bytes):
         self.name = name
         self._credit = credit
         self._ready = ready
         self._pushes = pushes
         self._num_bytes = num_bytes
-        self._tag = tag
 
     def start(self, session, coord):
         self._ready.open(session, coord)
@@ -118,10 +118,10 @@ class Sender(session_hooks.Loop):
         # The choice is made as late as it can be: once there is room, by one sender at a time.
         with self._credit.choosing:
             self._credit.wait_for_room()
-            index, tag = self._ready.take(session)
+            index = self._ready.take(session)
             self._credit.add(self._num_bytes[index])
         try:
-            traced_run(self._pushes[index], feed_dict={self._tag: tag})
+            traced_run(self._pushes[index])
         finally:
             self._credit.add(-self._num_bytes[index])
 
@@ -153,7 +153,7 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
       grads_and_vars: [(gradient or compressed payload, variable)] in forward order (the
         priority: earlier first); each payload's tensors of fully defined shapes.
       tag: the step the gradients were computed at (int64 scalar).
-      worker_device: this worker's CPU: the buffers, queues and tag feed.
+      worker_device: this worker's CPU: the buffers.
       push: push(i, payload, tag) -> the op applying gradient i's payload, tagged `tag`, to its
         accumulator on the variable's ps task.
       window_bytes: bytes of pushes on the way to each ps task at once; 0 (or a push larger
@@ -179,8 +179,6 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
     sizes = [sum(p.shape.num_elements() * p.dtype.size for p in tf.nest.flatten(grad))
              for grad, _ in grads_and_vars]
     ready, pushes, num_bytes, queued = {}, {}, {}, []
-    with tf.device(worker_device):
-        tag_feed = tf.placeholder(tf.int64, [], name='%s/tag' % PRIORITY_QUEUE)
     tasks = [var.device for _, var in grads_and_vars]
     for group in _groups(list(zip(sizes, tasks)), fusion_bytes):
         first, task = group[0], tasks[group[0]]
@@ -196,18 +194,22 @@ def build(grads_and_vars, tag, worker_device, push, window_bytes=0,
                 copies += [b.assign(part, read_value=False) for b, part in zip(buffers, parts)]
                 payloads.append(tf.nest.pack_sequence_as(grads_and_vars[i][0],
                                                          [b.read_value() for b in buffers]))
+            tag_buffer = tf.Variable(tf.zeros([], tf.int64), trainable=False,
+                                     collections=[tf.GraphKeys.LOCAL_VARIABLES], name='tag')
+            copies.append(tag_buffer.assign(tag, read_value=False))
             with tf.control_dependencies(copies):
                 # Stateful: run once a step, never folded or pruned away.
                 queued.append(tf.numpy_function(
-                    ready[task].put, [tf.constant(first, tf.int64), tf.cast(tag, tf.int64)],
-                    tf.int64, stateful=True, name='ready'))
-        sends = [push(i, payload, tag_feed) for i, payload in zip(group, payloads)]
+                    ready[task].put, [tf.constant(first, tf.int64)], tf.int64, stateful=True,
+                    name='ready'))
+            buffered_tag = tag_buffer.read_value()
+        sends = [push(i, payload, buffered_tag) for i, payload in zip(group, payloads)]
         pushes[task][first] = sends[0] if len(sends) == 1 else tf.group(*sends)
         num_bytes[task][first] = sum(sizes[i] for i in group)
     senders = []
     for k, (task, task_ready) in enumerate(ready.items()):
         credit = _Credit(window_bytes)
         senders += [Sender('%s/task_%d/sender_%d' % (PRIORITY_QUEUE, k, s), credit, task_ready,
-                           pushes[task], num_bytes[task], tag_feed)
+                           pushes[task], num_bytes[task])
                     for s in range(senders_per_task)]
     return queued, senders
