@@ -3,7 +3,7 @@
 Runs a synchronous `distributed_replicated` job of --model on --num_ps ps tasks (default one)
 and --num_workers workers, on emulated links of --rate, for each of --transfers
 (`experiments.link_jobs`; by default the pipelined transfer and the same with
---ps_background_pulls). The chief traces timed step --trace_step of each (`--trace_file`;
+--ps_background_pulls), each with --tfhp_flags. The chief traces timed step --trace_step of each (`--trace_file`;
 the background runs that overlap it, the pulls and the chief's applies, are merged in), and
 the figure stacks worker 0's steps on one time axis: its forward and backward ops, its
 pushes and pulls on the wire, the chief's applies (`tfhp.profiling.push_pull`). Writes --plot
@@ -35,7 +35,7 @@ def measure(transfer, trace_dir):
     """Runs one traced job; returns its record and its traced step's rows."""
     trace = os.path.join(trace_dir, '%s.json' % re.sub(r'\W+', '_', transfer))
     args = link_jobs.job_args(FLAGS.model, FLAGS.steps, FLAGS.warmup_steps,
-                              link_jobs.transfer_args(transfer)) + [
+                              link_jobs.transfer_args(transfer)) + FLAGS.tfhp_flags + [
                                   '--trace_file=' + trace, '--trace_step=%d' % FLAGS.trace_step]
     run = common.run_cluster(FLAGS.num_ps, FLAGS.num_workers, args, link_bandwidth=FLAGS.rate)
     if run.error:
@@ -96,6 +96,8 @@ if __name__ == '__main__':
     flags.DEFINE_list('transfers', [link_jobs.PIPELINED, link_jobs.BACKGROUND], 'The transfers '
                       'traced, a panel each (experiments.link_jobs.transfer_args: a TRANSFERS key, '
                       'a pipelined one with @CHUNK/WINDOW).')
+    flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every job (e.g. '
+                      '--ps_push_fusion_bytes=65536).')
     flags.DEFINE_integer('trace_step', 5, 'The timed step the chief traces.')
     flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<transfer>.json and its '
                         '.runmeta.pb); default: a temporary directory.')
