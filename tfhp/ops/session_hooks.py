@@ -79,7 +79,8 @@ class RunInLoops(tf.train.SessionRunHook):
                 loop.start(session, coord)
         for loop in self._loops:
             # Not registered with the coordinator: a thread blocks (in take_grad, or on a token)
-            # when the replicas stop, and closing the session is what ends it.
+            # when the replicas stop, and closing the session is what ends it (a Loop waiting
+            # in Python, a priority sender, ends on the coordinator's stop, which close asks).
             threading.Thread(target=self._loop, args=(session, coord, loop),
                              name='loop_%s' % loop.name.replace('/', '_'), daemon=True).start()
 
