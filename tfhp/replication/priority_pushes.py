@@ -9,11 +9,11 @@ its index put into its ps task's *ready queue* (`_Ready`), ranked by its variabl
 forward order (the order the variables are created). Sender threads of the worker (`Sender`,
 several per ps task) take, one at a time and once the task's window of bytes on the way has room
 (`--ps_pipeline_window`), the first index of the queue, whichever gradients are ready, and push
-that buffer to its accumulator, tagged with the step it was made at (buffered beside it); so a first layer's gradient passes the
-later layers' chunks still waiting. The ready queue is Python's, filled by the step graph through
-a `numpy_function`: taking from it costs no run of the distributed runtime (a run costs about a
-millisecond of CPU, and, between two pushes, of the link's time), and a push, which is fed
-nothing, is run by a callable (`RunInLoops`).
+that buffer to its accumulator, tagged with the step it was made at (buffered beside it); so a
+first layer's gradient passes the later layers' chunks still waiting. The ready queue is
+Python's, filled by the step graph through a `numpy_function`: taking from it costs no run of
+the distributed runtime (a run costs about a millisecond of CPU, and, between two pushes, of
+the link's time), and a push, which is fed nothing, is run by a callable (`RunInLoops`).
 
 The step ends once its gradients are queued (`SyncReplicas`), so the next forward pass starts on
 the first layers while the later chunks still travel. With fusion bytes
