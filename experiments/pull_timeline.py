@@ -5,11 +5,10 @@ and --num_workers workers, on emulated links of --rate, for each of --transfers
 (`experiments.link_jobs`; by default the pipelined transfer and the same with
 --ps_background_pulls), each with --tfhp_flags. The chief traces timed step --trace_step of
 each (`--trace_file`; the background runs that overlap it, the pulls and the chief's applies,
-are merged in), and
-the figure stacks worker 0's steps on one time axis: its forward and backward ops, its
-pushes and pulls on the wire, the chief's applies (`tfhp.profiling.push_pull`). Writes --plot
-and the same figure as SVG beside it, and one JSON line per transfer (its traced step and its
-timed steps' median) to --result_file.
+are merged in), and the figure stacks worker 0's steps on one time axis: its forward and
+backward ops, its pushes and pulls on the wire, the chief's applies
+(`tfhp.profiling.push_pull`). Writes --plot and the same figure as SVG beside it, and one JSON
+line per transfer (its traced step and its timed steps' median) to --result_file.
 
   python -m experiments.pull_timeline --rate=1gbit --plot=docs/img/pull_timeline.png
   python -m experiments.pull_timeline --rate=60mbit \
