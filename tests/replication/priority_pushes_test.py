@@ -103,6 +103,8 @@ def test_a_waiting_sender_ends_with_its_session_and_a_new_session_drops_what_was
         queued, senders, logged, tag = _build([tf.ones([2]), tf.ones([2])])
         sender, = senders
         with tf.Session() as old, tf.Session() as new:
+            with pytest.raises(ValueError, match='Sender.start'):
+                sender(old, old.run)  # never started: said, not a quiet end of its loop
             coord = tf.train.Coordinator()
             sender.start(old, coord)
             old.run(tf.local_variables_initializer())

@@ -70,6 +70,9 @@ class _Ready:
         """The least priority queued, blocking until there is one; raises
         RuntimeError, which ends a loop, once `session` is not served or is stopping."""
         with self._changed:
+            if self._session is None:
+                raise ValueError('priority pushes: no session served yet; a RunInLoops hook '
+                                 'starts each Sender (Sender.start) before its turns')
             while True:
                 if session is not self._session or self._coord.should_stop():
                     raise RuntimeError('priority pushes: the session is done')
