@@ -12,7 +12,7 @@ step is set so that the job, unfaulted, takes about 0.6 of --duration_s.
 
 While it runs, every uniform(--interval_s) seconds a fault hits a random task (`chaos.Chaos`):
 `kill -9`, a SIGSTOP that a SIGCONT ends after uniform(--for_s) seconds, or its link down for
-as long; no fault starts after --duration_s. A pause or a link down shorter than the tasks'
+as long; no fault starts later than --duration_s after the job's first step. A pause or a link down shorter than the tasks'
 --peer_timeout_s is ridden through; a longer one, or a kill, ends the attempt, and the job
 restarts from the chief's last checkpoint.
 

@@ -21,6 +21,7 @@ from tfhp.launcher import recovery
 
 LASTING = ('pause', 'link_down', 'slow_link')  # faults with a length; a kill has none
 _RETRY_S = 1.0
+_POLL_S = 0.1  # how often the job's first step is looked for
 
 
 class Chaos(background.Background):
@@ -32,7 +33,7 @@ class Chaos(background.Background):
       kinds: fault kinds to draw (`faults.KINDS`; a slow_link gets `factor`).
       interval_s: (low, high) seconds between faults.
       for_s: (low, high) seconds a pause, a link down or a slow link lasts.
-      duration_s: no fault starts after this many seconds.
+      duration_s: no fault starts after this many seconds from the job's first step.
       count: the most faults (None: no limit).
       seed: of the draws.
       factor: a slow link's rate divisor.
@@ -57,12 +58,13 @@ class Chaos(background.Background):
                 round(self._random.uniform(*self._for_s), 1) if kind in LASTING else None)
 
     def _run(self):
-        deadline = time.monotonic() + self._duration_s
         # The first fault finds a job that trains: one hit while it starts only shows that
-        # TensorFlow's import can be interrupted.
+        # TensorFlow's import can be interrupted. duration_s counts from then, so a start slowed
+        # by busy cores does not use up the time the faults have (the job's end ends the wait).
         while progress_log.last_step(self._injector.progress_path) is None:
-            if self._done.wait(_RETRY_S) or time.monotonic() > deadline:
+            if self._done.wait(_POLL_S):
                 return
+        deadline = time.monotonic() + self._duration_s
         injected = 0
         while self._count is None or injected < self._count:
             wait, kind, task, for_s = self.plan()
