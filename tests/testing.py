@@ -1,8 +1,9 @@
-"""Shared test helpers: small configurations that run in seconds on 2 CPU cores, and processes
-started side by side (`Started`)."""
+"""Shared test helpers: small configurations that run in seconds on 2 CPU cores, processes
+started side by side (`Started`), and a bounded wait for a condition (`wait_for`)."""
 import dataclasses
 import os
 import subprocess
+import time
 
 from tfhp import config as config_lib
 
@@ -83,3 +84,11 @@ def selected(request):
     """The command names `reads` marked on the tests of this run in `request`'s module."""
     return sorted({getattr(item.function, 'started_command', None)
                    for item in request.session.items if item.module is request.module} - {None})
+
+
+def wait_for(predicate, timeout_s=10.0):
+    """Polls predicate() every 10 ms until it holds or timeout_s passes; returns its last value."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()

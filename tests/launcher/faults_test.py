@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tests import testing
 from tfhp import launch
 from tfhp.launcher import faults
 from tfhp.launcher import progress_log
@@ -79,13 +80,6 @@ def sleeper():
     proc.wait()
 
 
-def _wait_for(predicate, timeout_s=5.0):
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-
-
 def test_a_pause_stops_the_task_for_its_seconds_and_is_recorded(sleeper, tmp_path):
     lines = []
     injector = faults.Injector(lines.append)
@@ -94,10 +88,10 @@ def test_a_pause_stops_the_task_for_its_seconds_and_is_recorded(sleeper, tmp_pat
     with open(injector.progress_path, 'w') as f:
         f.write('1 2.0\n12 1.5\n')  # the chief's steps so far
     record = injector.inject('pause', ('worker', 1), for_s=0.5)
-    _wait_for(lambda: _state(sleeper.pid) == 'T')
+    assert testing.wait_for(lambda: _state(sleeper.pid) == 'T')
     assert record['ended_s'] is None
-    _wait_for(lambda: _state(sleeper.pid) in 'SR')
-    _wait_for(lambda: record['ended_s'] is not None)
+    assert testing.wait_for(lambda: _state(sleeper.pid) in 'SR')
+    assert testing.wait_for(lambda: record['ended_s'] is not None)
     assert record['ended_s'] - record['at_s'] == pytest.approx(0.5, abs=0.3)
     assert (record['kind'], record['task'], record['attempt'], record['global_step']) == (
         'pause', 'worker 1', 1, 12)
@@ -108,7 +102,7 @@ def test_an_attempt_that_ends_ends_its_faults_and_takes_no_more(sleeper):
     injector = faults.Injector(lambda line: None)
     injector.attach({('worker', 1): sleeper}, None)
     record = injector.inject('pause', ('worker', 1), for_s=60)
-    _wait_for(lambda: _state(sleeper.pid) == 'T')
+    assert testing.wait_for(lambda: _state(sleeper.pid) == 'T')
     injector.detach()  # continued at once, so that the launcher can stop it
     assert _state(sleeper.pid) in 'SR' and record['ended_s'] is not None
     assert injector.inject('kill', ('worker', 1)) is None
@@ -139,7 +133,7 @@ def test_link_faults_act_on_the_network_and_undo_themselves(sleeper):
     injector.attach({('worker', 0): sleeper}, network)
     down = injector.inject('link_down', ('worker', 0), for_s=0.2)
     slow = injector.inject('slow_link', ('worker', 0), for_s=0.2, factor=10)
-    _wait_for(lambda: down['ended_s'] is not None and slow['ended_s'] is not None)
+    assert testing.wait_for(lambda: down['ended_s'] is not None and slow['ended_s'] is not None)
     assert sorted(network.calls, key=str) == sorted([
         ('link', ('worker', 0), False), ('link', ('worker', 0), True),
         ('rate', ('worker', 0), 1e8), ('rate', ('worker', 0), 1e9)], key=str)

@@ -4,6 +4,7 @@ import time
 
 import tensorflow.compat.v1 as tf
 
+from tests import testing
 from tfhp.ops import session_hooks
 
 
@@ -23,13 +24,6 @@ class _CountingSession:
         return self._session.make_callable(*args, **kwargs)
 
 
-def _wait_for(predicate, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return predicate()
-
-
 def test_a_loop_op_runs_by_one_callable_a_session_and_is_traced_when_asked():
     with tf.Graph().as_default():
         turns = tf.Variable(0, dtype=tf.int64)
@@ -41,10 +35,10 @@ def test_a_loop_op_runs_by_one_callable_a_session_and_is_traced_when_asked():
                 session, coord = _CountingSession(raw), tf.train.Coordinator()
                 start = raw.run(turns)
                 hook.start_loops(session, coord)
-                assert _wait_for(lambda: raw.run(turns) > start + 20)
+                assert testing.wait_for(lambda: raw.run(turns) > start + 20)
                 hook.trace_loops()
                 traced_from = raw.run(turns)  # every turn after this one started traced
-                assert _wait_for(lambda: raw.run(turns) > traced_from + 20)
+                assert testing.wait_for(lambda: raw.run(turns) > traced_from + 20)
                 traces = hook.loop_traces(wait_s=5.0)
                 coord.request_stop()
                 assert (session.callables, session.runs) == (1, 0)
