@@ -561,8 +561,11 @@ class EmulatedNetwork:
 
     def shaped_bytes(self, task):
         """(upload, download) bytes the task's two tbf qdiscs passed: the rate bounds these."""
-        return (_root_qdisc(self.namespace(task), 'eth0')['bytes'],
-                _root_qdisc(self._hub, self._ports[task])['bytes'])
+        return _root_qdisc(self.namespace(task), 'eth0')['bytes'], self.received_bytes(task)
+
+    def received_bytes(self, task):
+        """Bytes the task's download tbf passed: `shaped_bytes(task)[1]` in one `tc` read."""
+        return _root_qdisc(self._hub, self._ports[task])['bytes']
 
     def losses(self, task):
         """What the task's links dropped and what its TCP did about it, since the start:
