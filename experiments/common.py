@@ -41,10 +41,11 @@ ClusterRun = collections.namedtuple('ClusterRun', ['summary', 'results', 'error'
 
 
 def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=None,
-                ps_link_bandwidth=None, link_options=None):
+                ps_link_bandwidth=None, link_options=None, colocate_ps=False):
     """Runs one job, every task its own process (`tfhp.launcher.local_job.launch_job`), on
     loopback or on emulated links of the given rates that behave as `link_options` says
-    (`tfhp.launcher.links.LinkOptions`; None: its defaults).
+    (`tfhp.launcher.links.LinkOptions`; None: its defaults), with colocate_ps ps task k on
+    worker k's host.
 
     On links, every task's NIC counters are also sampled while the job runs
     (`tfhp.launcher.link_traffic`), and the summary's 'links' gets 'timed': the bytes per
@@ -60,7 +61,8 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
                                                 timeout_s=timeout_s,
                                                 link_bandwidth=link_bandwidth,
                                                 ps_link_bandwidth=ps_link_bandwidth,
-                                                link_options=link_options, out=output)
+                                                link_options=link_options, out=output,
+                                                colocate_ps=colocate_ps)
     if 'links' in summary:
         summary['links']['timed'] = link_traffic.timed_report(
             sampler.samples, summary['links']['tasks'], results.get(('worker', 0), {}))

@@ -168,8 +168,9 @@ def _wire_ratios(tfhp_args):
     return [c.wire_ratio if c else 1.0 for c in compressors]
 
 
-def expected(chief, num_ps, num_workers, rates, tfhp_args):
-    """{'model_mb', 'bound_ms', 'turns_ms'} of a job from its chief's result (module doc)."""
+def expected(chief, num_ps, num_workers, rates, tfhp_args, colocated_ps=False):
+    """{'model_mb', 'bound_ms', 'turns_ms'} of a job from its chief's result (module doc);
+    colocated_ps: ps task k shared worker k's host and NIC."""
     update = plan.flag_value(tfhp_args, 'variable_update', modes.DEFAULT_STRATEGY)
     if 'num_params' not in chief or not link_bound.has_traffic_model(update):
         return {}
@@ -180,7 +181,8 @@ def expected(chief, num_ps, num_workers, rates, tfhp_args):
         if not sum(ps_bytes):  # distributed_replicated's masters are not trainable variables
             ps_bytes = [model_bytes / num_ps] * num_ps
     traffic = link_bound.expected_traffic(update, num_workers, model_bytes, ps_bytes,
-                                          *_wire_ratios(tfhp_args))
+                                          *_wire_ratios(tfhp_args),
+                                          colocated=bool(ps_bytes) and colocated_ps)
     figures = {'model_mb': model_bytes / 1e6}
     if rates:
         figures['bound_ms'] = max(link_bound.bound_ms(traffic, rates)[0].values())
@@ -190,7 +192,7 @@ def expected(chief, num_ps, num_workers, rates, tfhp_args):
     return figures
 
 
-def figures(summary, results, num_ps, num_workers, tfhp_args):
+def figures(summary, results, num_ps, num_workers, tfhp_args, colocated_ps=False):
     """The record's figures (module doc) from a job's summary and results."""
     record = {k: v for k, v in common.cluster_figures(summary).items() if v is not None}
     rate = record.pop('global_steps_per_sec', None)
@@ -209,7 +211,7 @@ def figures(summary, results, num_ps, num_workers, tfhp_args):
             record[job + '_sent_mb'] = pick(s for s, _ in tasks) / 1e6
             record[job + '_received_mb'] = pick(r for _, r in tasks) / 1e6
     record.update(expected(results.get(('worker', 0), {}), num_ps, num_workers,
-                           links.get('link_bps'), tfhp_args))
+                           links.get('link_bps'), tfhp_args, colocated_ps))
     for bound, ratio in (('turns_ms', 'vs_turns'), ('timed_comm_bound_ms', 'vs_timed_bound')):
         if record.get(bound) and record.get('global_step_ms'):
             record[ratio] = record['global_step_ms'] / record[bound]
@@ -217,21 +219,24 @@ def figures(summary, results, num_ps, num_workers, tfhp_args):
 
 
 def measure(labels, num_ps, num_workers, tfhp_args, rate, seed, ps_rate=None,
-            timeout_s=1200.0, link_options=None):
+            timeout_s=1200.0, link_options=None, colocate_ps=False):
     """Runs one job with seed on links of `rate` ('loopback': none) that behave as
-    `link_options` says (None: `links.LinkOptions()`); returns its record."""
+    `link_options` says (None: `links.LinkOptions()`), ps task k on worker k's host with
+    colocate_ps; returns its record."""
     args = list(tfhp_args) + ['--tf_random_seed=%d' % seed]
     shaped = rate != 'loopback'
     link_options = link_options or links.LinkOptions()
     run = common.run_cluster(num_ps, num_workers, args, timeout_s=timeout_s,
                              link_bandwidth=rate if shaped else None,
                              ps_link_bandwidth=ps_rate if shaped else None,
-                             link_options=link_options)
+                             link_options=link_options, colocate_ps=colocate_ps)
     record = dict(labels, rate=rate, num_ps=num_ps, num_workers=num_workers, seed=seed,
                   status=run.summary['status'], job=run.summary)
+    if colocate_ps:
+        record['colocated_ps'] = True
     if shaped:
         record.update(link_flags.record(link_options))
     if run.error:
         record['error'] = run.error
-    record.update(figures(run.summary, run.results, num_ps, num_workers, args))
+    record.update(figures(run.summary, run.results, num_ps, num_workers, args, colocate_ps))
     return record

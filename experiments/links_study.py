@@ -117,9 +117,9 @@ def define_flags():
     flags.DEFINE_float('straggler_delay_ms', 1000.0, 'backup: the straggler\'s delay per step.')
 
 
-def _row(labels, num_ps, num_workers, args, rate, link_options):
+def _row(labels, num_ps, num_workers, args, rate, link_options, colocate_ps=False):
     return functools.partial(link_jobs.measure, labels, num_ps, num_workers, args, rate,
-                             link_options=link_options)
+                             link_options=link_options, colocate_ps=colocate_ps)
 
 
 def with_flags(rows, tfhp_flags):
@@ -154,9 +154,9 @@ def modes_rows(model, rate, workers, steps, warmup_steps, names=tuple(presets.LI
                link_options=None):
     """Measurements of each mode (`presets.LINKS` names) on `rate` links, per worker count."""
     return [_row({'study': 'modes', 'model': model, 'label': presets.LINKS[m].label},
-                 presets.LINKS[m].ps_tasks, w,
+                 w if presets.LINKS[m].colocated_ps else presets.LINKS[m].ps_tasks, w,
                  link_jobs.job_args(model, steps, warmup_steps, presets.LINKS[m].args()), rate,
-                 link_options)
+                 link_options, presets.LINKS[m].colocated_ps)
             for w in workers for m in names]
 
 

@@ -33,6 +33,8 @@ class Preset:
       controller: the launcher starts an in-graph client task of its own.
       options: further `tfhp.config.ReplicationConfig` fields, (name, value) pairs; each is
         also the tfhp flag of that name.
+      colocated_ps: on links, a ps task on each worker's host, sharing its NIC
+        (`launch_job(colocate_ps=True)`): as many ps tasks as workers, num_ps unused.
     """
     label: str
     update: str = modes.DEFAULT_STRATEGY
@@ -41,6 +43,7 @@ class Preset:
     num_ps: int = None
     controller: bool = False
     options: tuple = ()
+    colocated_ps: bool = False
 
     @property
     def ps_tasks(self):
@@ -178,6 +181,13 @@ LINKS = {
                                            ('ps_pipeline_window', 2 * PIPELINE_BYTES),
                                            ('ps_background_pulls', True),
                                            ('ps_push_priority', True))),
+    # A ps task beside each worker, sharing its NIC (BytePS's co-located servers): worker k
+    # pushes each chunk to its owner and pulls it back once applied, a reduce-scatter and an
+    # all-gather made of pipelined transfers, each NIC carrying a ring's 2(W-1)/W of the model
+    # each way. Pull-clocked, 256 KiB chunks: six ps tasks hold null_dense's 16 MiB in 11 each.
+    'colocated': Preset('distributed_replicated pull-clocked, a ps beside each worker',
+                        'distributed_replicated', colocated_ps=True,
+                        options=(('ps_pipeline_bytes', 256 << 10), ('ps_pull_clock', True))),
     'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
     # More chunks in flight on the ring (--collective_subdivs).
     'all_reduce_subdivs4': Preset('collective_all_reduce, 4 subdivisions',

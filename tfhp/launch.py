@@ -58,6 +58,10 @@ def _parse(argv):
                         '--save_model_secs; default 0: a fault ends the job)')
     parser.add_argument('--ps_link_bandwidth', default=None,
                         help='the ps tasks\' NIC rate (default: --link_bandwidth)')
+    parser.add_argument('--colocate_ps', action='store_true',
+                        help='on links, run ps task k on worker k\'s host, sharing its NIC '
+                        '(servers beside the workers, as BytePS places them; needs '
+                        '--link_bandwidth and --num_ps <= --num_workers)')
     parser.add_argument('--link_queue', default=None, choices=links.HOST_QUEUES,
                         help='how each task\'s NIC queues what it sends: fair (a queue per '
                         'peer, served in turn, as a host\'s NIC is) or fifo (one queue: the '
@@ -187,6 +191,7 @@ def main(argv=None):
     launch_args = dict(timeout_s=args.timeout_s, keep_going=args.keep_going,
                        controller=args.controller, link_bandwidth=args.link_bandwidth,
                        ps_link_bandwidth=args.ps_link_bandwidth, link_options=args.link_options,
+                       colocate_ps=args.colocate_ps,
                        lean_malloc=not args.default_malloc)
     say = lambda line: print('[launch] ' + line, flush=True)  # noqa: E731
     injector = faults.Injector(say) if args.inject else None

@@ -10,6 +10,7 @@ import pytest
 from tests.cluster import jobs
 from tfhp import launch
 from tfhp.launcher import links
+from tfhp.launcher import local_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -53,6 +54,30 @@ def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, 
              or t['tcp_timeouts']]
     assert report['tcp_timeouts'] == sum(t['tcp_timeouts'] for t in report['tasks'].values())
     assert output.count(' link lost: ') == len(lossy)
+
+
+def test_colocated_ps_tasks_share_their_workers_hosts(links_available, monkeypatch):
+    made = []
+
+    class Recorded(links.EmulatedNetwork):
+        def __init__(self, tasks, *args, **kwargs):
+            made.append(list(tasks))
+            super().__init__(tasks, *args, **kwargs)
+    monkeypatch.setattr(links, 'EmulatedNetwork', Recorded)
+    summary, results = local_job.launch_job(
+        2, 2, jobs.SMALL + ['--num_batches=10', '--variable_update=distributed_replicated'],
+        timeout_s=jobs.JOB_TIMEOUT_S, link_bandwidth='1gbit', colocate_ps=True)
+    assert summary['status'] == 0, summary
+    # Only the workers have hosts: each ps task listened on its worker's address, port 2223,
+    # which exists in that worker's namespace alone.
+    assert made == [[('worker', 0), ('worker', 1)]]
+    assert summary['exit_codes'] == {'ps 0': 0, 'ps 1': 0, 'worker 0': 0, 'worker 1': 0}
+    assert set(summary['links']['tasks']) == {'worker 0', 'worker 1'}
+    # Each NIC sends 2 (W-1)/W of the 197 KB model a step (its worker's gradients for the
+    # other ps, its ps's variables to the other worker): both together at least 2 x 197 KB.
+    sent = [t['bytes_sent_per_step'] for t in summary['links']['tasks'].values()]
+    assert sum(sent) > 2 * 197e3
+    assert results[('worker', 0)]['num_steps'] == 10
 
 
 def test_sigterm_to_a_launcher_on_shaped_links_leaves_nothing(tmp_path, links_available):

@@ -151,7 +151,12 @@ def test_rows_and_plot_paths():
                                         transfers=[link_jobs.PIPELINED], link_options=cubic)
     labels, num_ps, num_workers, args, rate = row.args
     assert (labels['transfer'], num_ps, num_workers, rate) == ('pipelined', 3, 2, '1gbit')
-    assert '--ps_pipeline_bytes=524288' in args and row.keywords == {'link_options': cubic}
+    assert '--ps_pipeline_bytes=524288' in args
+    assert row.keywords == {'link_options': cubic, 'colocate_ps': False}
+    # A ps beside each worker: as many ps tasks as workers, on the workers' hosts.
+    rows = links_study.modes_rows('null_dense', '1gbit', [2, 4], 2, 1, names=['colocated', 'ps'])
+    assert [(r.args[1], r.args[2], r.keywords['colocate_ps']) for r in rows] == [
+        (2, 2, True), (1, 2, False), (4, 4, True), (1, 4, False)]
     assert links_report._subject(dict(labels)) == 'null_dense, pipelined'
     assert links_report._subject(dict(labels, congestion_control='cubic')) == (
         'null_dense, pipelined, TCP cubic')

@@ -1,9 +1,11 @@
-"""The launcher's pure parts: task command lines, bounds, statuses, and the job's figures."""
+"""The launcher's pure parts: task command lines, bounds, statuses, the job's figures, and
+what it refuses before starting anything."""
 import pytest
 
+from tfhp.launcher import figures
+from tfhp.launcher import local_job
 from tfhp.launcher import plan
 from tfhp.launcher import supervisor
-from tfhp.launcher import figures
 
 
 def test_task_commands_give_every_task_its_flags(tmp_path):
@@ -145,3 +147,14 @@ def test_a_flag_is_read_in_either_form_the_last_one_winning():
     assert plan.flag_value(args, 'bare') == ''
     assert plan.flag_value(args, 'save_model_steps', 5) == 5
     assert plan.flag_value(['--train_dirx=/c'], 'train_dir') is None
+
+
+@pytest.mark.parametrize('num_ps, rates, message', [
+    (1, {}, '--colocate_ps needs --link_bandwidth'),
+    (3, {'link_bandwidth': '1gbit'}, '--num_ps=3 is more than --num_workers=2'),
+    (1, {'link_bandwidth': '1gbit', 'ps_link_bandwidth': '2gbit'},
+     '--ps_link_bandwidth cannot apply'),
+])
+def test_colocated_ps_tasks_refuse_what_cannot_work_before_starting(num_ps, rates, message):
+    with pytest.raises(ValueError, match=message):
+        local_job.launch_job(num_ps, 2, ['--model=trivial'], colocate_ps=True, **rates)

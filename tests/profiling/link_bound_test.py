@@ -47,6 +47,19 @@ def test_ring_all_reduce_moves_2_n_minus_1_over_n_s_per_worker():
         link_bound.expected_traffic('independent', 2, MB)
 
 
+def test_a_ps_beside_each_worker_moves_a_rings_bytes_per_nic():
+    # 4 workers, a ps task on each one's host holding a quarter of 16 MB: each NIC sends its
+    # gradients' three remote quarters and its ps's variables to the three other workers.
+    traffic = link_bound.expected_traffic('distributed_replicated', 4, 16 * MB, [4 * MB] * 4,
+                                          colocated=True)
+    assert traffic == link_bound.expected_traffic('collective_all_reduce', 4, 16 * MB)
+    # 16-bit gradients, 2 workers: worker 0's NIC sends half its gradients (4 MB) and its ps's
+    # variables to worker 1 (8 MB); it receives worker 1's ps's variables and gradients.
+    uneven = link_bound.expected_traffic('parameter_server', 2, 16 * MB, [8 * MB, 8 * MB], 0.5,
+                                         colocated=True)
+    assert uneven['worker 0'] == (4 * MB + 8 * MB, 8 * MB + 4 * MB)
+
+
 def _measured():
     return {'ps 0': (32 * MB, 31 * MB), 'worker 0': (16 * MB, 16 * MB),
             'worker 1': (15 * MB, 16 * MB)}

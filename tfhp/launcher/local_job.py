@@ -11,21 +11,51 @@ from tfhp.launcher import plan
 from tfhp.launcher import supervisor
 
 
-def _network(tasks, link_bandwidth, ps_link_bandwidth, link_options):
-    """The emulated network of the link rates, or None; ValueError names what cannot work."""
+def _network(tasks, link_bandwidth, ps_link_bandwidth, link_options, colocate_ps):
+    """The emulated network of the link rates, or None; ValueError names what cannot work.
+    With colocate_ps the ps tasks get no host of their own (`_host`)."""
+    num_ps = sum(1 for job, _ in tasks if job == 'ps')
+    num_workers = sum(1 for job, _ in tasks if job == 'worker')
+    if colocate_ps and not link_bandwidth:
+        raise ValueError('--colocate_ps needs --link_bandwidth: on loopback every task shares '
+                         'one host already')
+    if colocate_ps and num_ps > num_workers:
+        raise ValueError('--colocate_ps puts ps task k on worker k\'s host: --num_ps=%d is more '
+                         'than --num_workers=%d' % (num_ps, num_workers))
+    if colocate_ps and ps_link_bandwidth:
+        raise ValueError('--ps_link_bandwidth cannot apply with --colocate_ps: the ps tasks '
+                         'share the workers\' NICs')
     if not link_bandwidth:
         return None
     rate = links.parse_rate(link_bandwidth)
     ps_rate = links.parse_rate(ps_link_bandwidth) if ps_link_bandwidth else rate
     links.check_available()
     links.cleanup_stale()  # namespaces of launchers that were killed
-    return links.EmulatedNetwork(tasks, rate, {t: ps_rate for t in tasks if t[0] == 'ps'},
+    hosts = [t for t in tasks if not (colocate_ps and t[0] == 'ps')]
+    return links.EmulatedNetwork(hosts, rate, {t: ps_rate for t in hosts if t[0] == 'ps'},
                                  options=link_options)
+
+
+def _host(network, task):
+    """The task whose namespace and NIC `task` runs on: its own, or, for a ps task co-located
+    (not a task of the network), worker k's for ps task k."""
+    return task if tuple(task) in network.tasks else ('worker', task[1])
+
+
+def _addresses(network, tasks):
+    """{job: ['IP:PORT' by index]} of the tasks on the network's hosts; a co-located ps task
+    listens on its host's next port."""
+    addresses = {}
+    for task in sorted(tasks):
+        host = _host(network, task)
+        port = links.PORT + (host != tuple(task))
+        addresses.setdefault(task[0], []).append('%s:%d' % (network.ip(host), port))
+    return addresses
 
 
 def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
                controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None,
-               lean_malloc=True, injector=None, link_options=None):
+               lean_malloc=True, injector=None, link_options=None, colocate_ps=False):
     """Runs a whole job on this machine and returns its summary (`cluster_summary`).
 
     Args:
@@ -38,6 +68,9 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
       link_options: on links, how the hosts and the switch behave (`links.LinkOptions`;
         None: its defaults).
+      colocate_ps: on links, ps task k runs on worker k's host and shares its NIC (BytePS's
+        servers beside the workers: with a ps task per worker, each NIC carries 2(W-1)/W of
+        the model each way, a ring all-reduce's bytes); needs num_ps <= num_workers.
       out: where task output goes (default: sys.stdout).
       lean_malloc: the tasks run with `plan.LEAN_MALLOC` (False: glibc's defaults).
       injector: a `faults.Injector` that gets the tasks and network once they started, and
@@ -57,12 +90,14 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
     network = None
     try:
         with links.exit_on_sigterm():
-            network = _network(tasks, link_bandwidth, ps_link_bandwidth, link_options)
-            hosts = network and {job: network.hosts(job) for job in {j for j, _ in tasks}}
+            network = _network(tasks, link_bandwidth, ps_link_bandwidth, link_options,
+                               colocate_ps)
             commands = plan.task_commands(num_ps, num_workers, tfhp_args, result_dir,
-                                     controller=controller, hosts=hosts)
+                                          controller=controller,
+                                          hosts=network and _addresses(network, tasks))
             if network:
-                commands = {t: network.command(t, argv) for t, argv in commands.items()}
+                commands = {t: network.command(_host(network, t), argv)
+                            for t, argv in commands.items()}
             start = time.time()
             with cpu_load.CpuSampler() as cpu:
                 end = supervisor.run_job(
@@ -74,7 +109,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
             summary = figures.cluster_summary(results, end.launch_times)
             summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands))
             if network:
-                summary['links'] = figures.link_report(network, tasks, results)
+                summary['links'] = figures.link_report(network, network.tasks, results)
     finally:
         if injector:
             injector.detach()

@@ -64,7 +64,7 @@ def has_traffic_model(variable_update):
 
 
 def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
-                     gradient_scale=1.0, variable_scale=1.0):
+                     gradient_scale=1.0, variable_scale=1.0, colocated=False):
     """Payload bytes per synchronous step each NIC sends and receives (module doc).
 
     Args:
@@ -75,8 +75,11 @@ def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
       gradient_scale: g, the bytes a gradient element crosses the link in over 4 (0.5 for
         float16 and bfloat16 transfer).
       variable_scale: v, the same for the variables a ps sends (--downlink_compression).
+      colocated: ps task k runs on worker k's host (`launch_job(colocate_ps=True)`): the two
+        share a NIC, and worker k's own share of S_k crosses none.
     Returns:
-      {'ps 0': (sent, received), ..., 'worker 0': (sent, received), ...}.
+      {'ps 0': (sent, received), ..., 'worker 0': (sent, received), ...}, or with colocated
+      {'worker 0': ..., ...}, one entry a NIC.
     Raises:
       ValueError: an unknown variable_update.
     """
@@ -91,6 +94,13 @@ def expected_traffic(variable_update, num_workers, model_bytes, ps_bytes=None,
                for k, s in enumerate(ps_bytes)}
     traffic.update({'worker %d' % w: (gradient_scale * model_bytes, variable_scale * model_bytes)
                     for w in range(num_workers)})
+    if colocated:
+        for k, s in enumerate(ps_bytes):
+            ps_sent, ps_received = traffic.pop('ps %d' % k)
+            sent, received = traffic['worker %d' % k]
+            traffic['worker %d' % k] = (sent + ps_sent - (gradient_scale + variable_scale) * s,
+                                        received + ps_received -
+                                        (gradient_scale + variable_scale) * s)
     return traffic
 
 
