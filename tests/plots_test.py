@@ -1,7 +1,6 @@
 """Figures for a paper draft: the format by suffix, dpi, series told apart, the legend off the
 data, the caption and what it says."""
 import importlib.util
-import os
 import subprocess
 
 import pytest
@@ -141,14 +140,23 @@ def test_the_caption_names_machine_date_and_commit(tmp_path):
     assert provenance.commit(str(tmp_path)) is None  # not a checkout
 
 
-def test_the_commit_is_the_checkouts_head():
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def test_the_commit_is_the_checkouts_head_marked_where_a_tracked_file_changed(tmp_path):
+    def git(*args):
+        return subprocess.run(['git', '-c', 'user.name=t', '-c', 'user.email=t@t'] + list(args),
+                              cwd=tmp_path, capture_output=True, text=True,
+                              check=True).stdout.strip()
     try:
-        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=checkout,
-                              capture_output=True, text=True, check=True).stdout.strip()
+        git('init', '-q')
     except (OSError, subprocess.CalledProcessError):
-        pytest.skip('not a git checkout, or no git')
-    assert provenance.commit() == head and len(head) >= 7
+        pytest.skip('no git')
+    (tmp_path / 'a.py').write_text('x = 1\n')
+    git('add', 'a.py')
+    git('commit', '-qm', 'first')
+    head = git('rev-parse', '--short', 'HEAD')
+    (tmp_path / 'notes.txt').write_text('untracked\n')  # not part of what was measured
+    assert provenance.commit(str(tmp_path)) == head and len(head) >= 7
+    (tmp_path / 'a.py').write_text('x = 2\n')
+    assert provenance.commit(str(tmp_path)) == head + '-dirty'
 
 
 @needs_matplotlib

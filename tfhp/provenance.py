@@ -32,17 +32,25 @@ def machine():
                                     platform.machine())
 
 
-def commit(checkout=_CHECKOUT):
-    """`git rev-parse --short HEAD` of `checkout` (tfhp's own by default); None where it is not
-    a git checkout or git cannot be run."""
+def _git(checkout, *args):
+    """git's output in `checkout`, or None where git cannot be run there or fails."""
     try:
-        proc = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=checkout,
-                              capture_output=True, text=True, timeout=10)
+        proc = subprocess.run(['git'] + list(args), cwd=checkout, capture_output=True,
+                              text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    if proc.returncode:
+    return None if proc.returncode else proc.stdout.strip()
+
+
+def commit(checkout=_CHECKOUT):
+    """`git rev-parse --short HEAD` of `checkout` (tfhp's own by default), ending in '-dirty'
+    where a tracked file differs from it (as `git describe --dirty` says: figures measured on
+    changes not yet committed); None where it is not a git checkout or git cannot be run."""
+    head = _git(checkout, 'rev-parse', '--short', 'HEAD')
+    if not head:
         return None
-    return proc.stdout.strip() or None
+    changed = _git(checkout, 'status', '--porcelain', '--untracked-files=no')
+    return head + '-dirty' if changed else head
 
 
 def caption(date=None, machine_text=None, commit_text=None):
