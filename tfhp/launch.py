@@ -111,7 +111,8 @@ def _parse(argv):
     try:
         args.inject = [faults.parse(text) for text in args.inject]
         faults.check(args.inject, plan.task_names(args.num_ps, args.num_workers,
-                                                  args.controller), bool(args.link_bandwidth))
+                                                  args.controller), bool(args.link_bandwidth),
+                     args.colocate_ps)
     except ValueError as e:
         parser.error(str(e))
     return args, tfhp_args

@@ -47,6 +47,11 @@ def test_the_launcher_refuses_a_fault_its_job_cannot_take(capsys):
         launch.main(['--inject=link_down:worker1@3+1', '--', '--model=trivial'])
     assert 'a link_down needs emulated links (--link_bandwidth)' in capsys.readouterr().err
     with pytest.raises(SystemExit):
+        launch.main(['--link_bandwidth=1gbit', '--colocate_ps', '--num_ps=2',
+                     '--inject=link_down:ps1@3+1', '--', '--model=trivial'])
+    assert ('--inject=link_down:ps1...: with --colocate_ps ps 1 has no NIC of its own (it '
+            "shares worker 1's)") in capsys.readouterr().err
+    with pytest.raises(SystemExit):
         launch.main(['--link_queue=fifo', '--', '--model=trivial'])
     assert '--link_queue needs --link_bandwidth' in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -62,8 +62,9 @@ def parse(text):
                  int(match.group('step')), for_s, factor)
 
 
-def check(faults, tasks, on_links):
-    """Raises ValueError, naming the fault, when one cannot be injected into this job."""
+def check(faults, tasks, on_links, colocated_ps=False):
+    """Raises ValueError, naming the fault, when one cannot be injected into this job
+    (colocated_ps: its ps tasks share their workers' NICs, `--colocate_ps`)."""
     for fault in faults:
         name = '%s:%s%d' % ((fault.kind,) + fault.task)
         if fault.task not in tasks:
@@ -71,6 +72,10 @@ def check(faults, tasks, on_links):
         if fault.kind in NEEDS_LINKS and not on_links:
             raise ValueError('--inject=%s...: a %s needs emulated links (--link_bandwidth)'
                              % (name, fault.kind))
+        if fault.kind in NEEDS_LINKS and colocated_ps and fault.task[0] == 'ps':
+            raise ValueError('--inject=%s...: with --colocate_ps ps %d has no NIC of its own '
+                             '(it shares worker %d\'s); fault that worker\'s link'
+                             % (name, fault.task[1], fault.task[1]))
 
 
 class Injector:
