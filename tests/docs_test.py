@@ -1,6 +1,6 @@
 """The README and docs/ kept true: every relative link resolves, every command shown exists.
 
-Links: each `[text](path#anchor)` of README.md and docs/*.md that is not a URL must name an
+Links: each `[text](path#anchor)` of README.md, docs/*.md and docs/results/*.md that is not a URL must name an
 existing file and, with an anchor, a heading of that file (GitHub's anchor rule). Commands: each
 command line in a ```bash block that runs tfhp, the launcher, an experiment script or an
 example must name an existing module or file, and every `--flag` it passes must be defined by
@@ -13,8 +13,9 @@ import re
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAGES = ['README.md'] + sorted(os.path.relpath(p, ROOT)
-                               for p in glob.glob(os.path.join(ROOT, 'docs', '*.md')))
+PAGES = ['README.md'] + sorted(
+    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'docs', '*.md')) +
+    glob.glob(os.path.join(ROOT, 'docs', 'results', '*.md')))
 ABSL_BUILTINS = {'help', 'helpfull', 'helpshort', 'flagfile'}
 
 

@@ -15,7 +15,7 @@ from tfhp import timing
 _process_thread_pools = []
 
 
-# Measured (docs/results.md#cpu-defaults): when the graph itself decodes and preprocesses
+# Measured (docs/results/cpu_defaults.md#cpu-defaults): when the graph itself decodes and preprocesses
 # images (the RecordInput path), those ops share the inter-op pool with the model's kernels, and
 # a oneDNN kernel blocks its inter-op thread while the intra-op pool does its work; two threads
 # per core keep the input ops running beside it (+25% on trivial b32 with real records on 2
