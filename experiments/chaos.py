@@ -180,9 +180,9 @@ def _print(records):
 
 
 def _plot(record, curve, path):
-    from tfhp import plots  # pylint: disable=import-outside-toplevel
+    from experiments.figures import chaos_loss  # pylint: disable=import-outside-toplevel
     from tfhp import provenance  # pylint: disable=import-outside-toplevel
-    plots.resumed_loss_curve(
+    chaos_loss.draw(
         path, curve, record['recovery'], caption=provenance.caption(),
         title='chaos run: %d faults, %d restarts, final step %s of %d' % (
             record['faults_injected'], record['restarts'], record['final_global_step'],

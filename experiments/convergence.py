@@ -26,10 +26,10 @@ import tensorflow.compat.v1 as tf
 from experiments import common
 from experiments import presets
 from experiments import stats
+from experiments.figures import accuracy
 from tfhp import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
-from tfhp import plots
 from tfhp.data import info as info_lib
 from tfhp.replication import staleness
 
@@ -253,8 +253,8 @@ def plot(records, options, path, title, caption=None):
     (`tfhp.provenance.caption()`, taken when the study started)."""
     series = [(r['label'], [[(s * run['images_per_update'], t, a) for s, t, a in run['curve']]
                             for run in r['runs']]) for r in records]
-    common.draw(lambda out: plots.accuracy_curves(out, series, options.target_accuracy, title,
-                                                  caption=caption), path)
+    common.draw(lambda out: accuracy.draw(out, series, options.target_accuracy, title,
+                                              caption=caption), path)
 
 
 def report(records, options, heading):

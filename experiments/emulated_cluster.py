@@ -37,8 +37,8 @@ from absl import flags
 from experiments import common
 from experiments import frame
 from experiments import link_flags
+from experiments.figures import prediction
 from tfhp import modes
-from tfhp import plots
 from tfhp import provenance
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import link_probe
@@ -172,7 +172,7 @@ def plot(records, path):
         measured.append(r['global_step_ms'])
         predicted.append(r['predicted_ms']['median'])
     captions = sorted({r['caption'] for r in records if r.get('caption')})
-    plots.predicted_vs_measured(
+    prediction.draw(
         path, [(label, m, p) for label, (m, p) in series.items()],
         title='The step model against emulated jobs (global step, median [min-max])',
         caption=provenance.join(captions) or None)

@@ -22,7 +22,7 @@ from absl import flags
 
 from experiments import common
 from experiments import frame
-from tfhp import plots
+from experiments.figures import phases
 from tfhp import provenance
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import links
@@ -102,8 +102,8 @@ def study():
         title = ('%s, emulated compute, %d workers and 1 ps at %s, TCP %s: each worker\'s '
                  'traced step' % (profile.model, FLAGS.num_workers, FLAGS.rate, records[0]['tcp']))
         caption = provenance.caption()
-        common.draw(lambda path: plots.worker_phases(path, panels, worker_phases.PHASES,
-                                                     title=title, caption=caption), FLAGS.plot)
+        common.draw(lambda path: phases.draw(path, panels, worker_phases.PHASES, title=title,
+                                              caption=caption), FLAGS.plot)
 
 
 if __name__ == '__main__':

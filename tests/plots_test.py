@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from experiments.figures import chaos_loss
 from tfhp import plots
 from tfhp import provenance
 
@@ -62,7 +63,7 @@ def _drawn(monkeypatch, draw):
             figure.text(0.5, 0.0, caption)
         figure.canvas.draw()
         saved.update(figure=figure, legend=legend)
-    monkeypatch.setattr(plots, '_save', capture)
+    monkeypatch.setattr(plots, 'save', capture)
     draw()
     return saved['figure'], saved['legend']
 
@@ -166,7 +167,7 @@ def test_a_resumed_loss_curve_draws_each_attempt_and_the_steps_redone_up_close(m
                 (3, [(s, 2.0 - 0.01 * s) for s in range(31, 66)])]
     restarts = [{'attempt': 1, 'reached_step': 37, 'resumed_step': 30},
                 {'attempt': 2, 'reached_step': None, 'resumed_step': 30}]
-    figure, legend = _drawn(monkeypatch, lambda: plots.resumed_loss_curve(
+    figure, legend = _drawn(monkeypatch, lambda: chaos_loss.draw(
         str(tmp_path / 'loss.png'), attempts, restarts, smooth=1))
     whole, close = figure.axes
     labelled = [line for line in whole.get_lines() if line.get_label().startswith('attempt')]

@@ -10,7 +10,7 @@ configured is skipped, and the report says why.
 
 Every run is a measurement only: checkpoints, summaries and result files are off.
 --plot=PATH.png also draws the traced step's time per stage on each device and each run's step
-time (`tfhp.plots.stage_breakdown`; needs matplotlib, the extra `tfhp[plots]`).
+time (`stage_breakdown`; needs matplotlib, the extra `tfhp[plots]`).
 
 Cluster mode, `python -m tfhp.diagnose --num_worker_tasks=2 --num_ps_tasks=1
 --link_bandwidth=200mbit <benchmark flags>`: runs the job with every task on an emulated link
@@ -351,6 +351,59 @@ def _main_cluster(values):
     return 0
 
 
+@plots.styled
+def stage_breakdown(path, diagnosis, dpi=plots.DPI, caption=None):
+    """The diagnose report: self time per stage on each device, and each run's step time.
+
+    Args:
+      path: the file to write (.svg, .pdf, else PNG).
+      diagnosis: a `tfhp.profiling.bottleneck.Diagnosis`.
+      dpi: a PNG's resolution.
+      caption: a line under the figure (e.g. `tfhp.provenance.caption()`).
+    """
+    pyplot = plots.load_pyplot()
+    figure, (left, right) = pyplot.subplots(
+        1, 2, figsize=(2 * plots.PANEL[0] + 1.4, plots.PANEL[1] + 0.4),
+        gridspec_kw={'width_ratios': [3, 2]})
+    devices = list(diagnosis.stage_ms)
+    stages = []
+    for per_stage in diagnosis.stage_ms.values():
+        stages += [s for s in per_stage if s not in stages]
+    starts = [0.0] * len(devices)
+    for index, stage in enumerate(stages):
+        widths = [diagnosis.stage_ms[d].get(stage, 0.0) for d in devices]
+        left.barh(devices, widths, left=starts, label=stage, color='C%d' % (index % 10),
+                  hatch=plots.HATCHES[index % len(plots.HATCHES)], edgecolor='white', linewidth=0)
+        starts = [s + w for s, w in zip(starts, widths)]
+    left.invert_yaxis()
+    left.set_xlabel('self time in the traced step, ms (a bar adds up to the device\'s busy time)')
+    left.set_title('time per stage and device (one traced step)')
+    left.grid(alpha=0.3, axis='x')
+    names = list(diagnosis.runs)
+    step_ms = [diagnosis.runs[n]['step_time_ms']['p50'] for n in names]
+    bars = right.barh(names, step_ms, color=['black'] + ['silver'] * (len(names) - 1))
+    right.bar_label(bars, fmt='%.1f ms', fontsize=8, padding=3)
+    right.invert_yaxis()
+    right.set_xlabel('median step time, ms')
+    right.set_title('the configuration (black) and its ablations')
+    right.set_xlim(0, max(step_ms) * 1.25)
+    figure.suptitle(_wrap(diagnosis.verdict, 120))
+    figure.tight_layout()
+    plots.save(figure, path, dpi, caption, plots.legend_below(figure, [left]))
+
+
+
+def _wrap(text, width):
+    lines, line = [], ''
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = '%s %s' % (line, word) if line else word
+    return '\n'.join(lines + [line])
+
+
 def main(argv):
     """Prints the bottleneck report of the configuration the flags describe."""
     if len(argv) > 1:
@@ -376,7 +429,7 @@ def main(argv):
     if cli.FLAGS.plot:
         caption = provenance.caption()
         for path in plots.draw_with_svg(
-                lambda out: plots.stage_breakdown(out, diagnosis, caption=caption),
+                lambda out: stage_breakdown(out, diagnosis, caption=caption),
                 cli.FLAGS.plot):
             print('plot: %s' % path)
     return 0

@@ -103,7 +103,7 @@ def test_diagnosis_of_a_two_device_run(tmp_path):
     assert set(d.stage_ms) == {'CPU:0', 'CPU:1'} and d.stage_ms['CPU:0']['backward'] > 0
     if _has_matplotlib():  # --plot's figure (else the next test covers the refusal)
         path = tmp_path / 'diagnose.png'
-        plots.stage_breakdown(str(path), d)
+        diagnose.stage_breakdown(str(path), d)
         assert path.read_bytes()[:4] == b'\x89PNG' and path.stat().st_size > 1000
 
 

@@ -6,7 +6,7 @@ import pytest
 from tensorflow.core.framework import step_stats_pb2
 from tensorflow.core.protobuf import config_pb2
 
-from tfhp import plots
+from experiments.figures import phases
 from tfhp.profiling import worker_phases
 
 _PS = '/job:ps/replica:0/task:0/device:CPU:0'
@@ -86,8 +86,8 @@ def test_the_phases_draw_a_row_per_worker_a_panel_per_job(tmp_path):
     panels = [('fifo queue', [(r.task, bars(r)) for r in rows]),
               ('fair queue', [(r.task, bars(r)) for r in rows[:2]])]
     for name in ('p.png', 'p.svg'):
-        plots.worker_phases(str(tmp_path / name), panels, worker_phases.PHASES, title='t',
-                            caption='the caption')
+        phases.draw(str(tmp_path / name), panels, worker_phases.PHASES, title='t',
+                    caption='the caption')
     svg = (tmp_path / 'p.svg').read_text()
     for text in ('fifo queue', 'fair queue', 'worker 2', 'pull', 'compute', 'push',
                  'the caption'):
