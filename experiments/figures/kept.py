@@ -1,0 +1,153 @@
+"""docs/img's figures, each drawn from the data kept beside the results: docs/results/data/NAME.jsonl.
+
+A figure's file is JSON lines. The first line says how to draw it and where its numbers come
+from; every other line is one point:
+
+  {"figure": NAME, "kind": "lines" | "bars" | "predicted", "title", "xlabel", "ylabel",
+   "logx", "logy", "sharey" (optional), "machine", "date", "commit" (the caption: where and
+   when the numbers were measured), "command" (what measured them), "source" (the table of
+   docs/results/ they come from)}
+  lines:     {"panel", "series", "x", "median", "min", "max"}, "computed": true for a bound
+             drawn beside the measurements (dashed, not dodged)
+  bars:      {"panel", "series", "x" (the group), "median", "min", "max"}; the header's
+             "panel_ylabels" {panel: y label} where panels differ
+  predicted: {"series", "median", "min", "max" (measured), "predicted"}
+
+Panels, series and groups are drawn in the order they first appear. The numbers are those of
+the study's tables; where a study kept its own JSON lines, the figure would be drawn from them
+(`--replot` of each study). FIGURES_WITHOUT_DATA lists the figures whose numbers no table
+holds (traced timelines, accuracy curves, a loss curve), with the command that measures them
+again: run it with --result_file, keep the records here, and add a kind that draws them.
+"""
+import collections
+import json
+import os
+
+from experiments.figures import prediction
+from tfhp import plots
+from tfhp import provenance
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA_DIR = os.path.join(ROOT, 'docs', 'results', 'data')
+IMG_DIR = os.path.join(ROOT, 'docs', 'img')
+
+# name -> (what it shows that no table holds, the command that measures it again)
+FIGURES_WITHOUT_DATA = {
+    'diagnose': ('self time per stage and device of one traced step',
+                 'python -m tfhp.diagnose ... --plot=docs/img/diagnose.png (docs/profiling.md)'),
+    'bucket_timeline': ('the ops of one traced step',
+                        'python -m experiments.bucket_timeline --rate=60mbit '
+                        '--plot=docs/img/bucket_timeline.png'),
+    'pull_timeline': ('the ops of one traced step',
+                      'python -m experiments.pull_timeline --rate=1gbit '
+                      '--plot=docs/img/pull_timeline.png'),
+    'pull_timeline_resnet20': ('the ops of one traced step',
+                               'python -m experiments.pull_timeline --rate=60mbit '
+                               '--emulated_compute=tests/data/resnet20_profile.json'),
+    'pull_timeline_alexnet': ('the ops of one traced step',
+                              'python -m experiments.pull_timeline --rate=370mbit '
+                              '--emulated_compute=tests/data/alexnet_profile.json'),
+    'pull_timeline_lenet': ('the ops of one traced step',
+                            'python -m experiments.pull_timeline --rate=1gbit '
+                            '--emulated_compute=tests/data/lenet_profile.json'),
+    'pull_timeline_slices': ('the ops of one traced step',
+                             'python -m experiments.pull_timeline --rate=300mbit '
+                             '--emulated_compute=experiments/profiles/lenet_x3.json'),
+    'four_combos': ('accuracy at every checkpoint of every repeat',
+                    'python -m experiments.four_combos --result_file=combos.jsonl'),
+    'stale_gradients': ('accuracy at every checkpoint of every repeat',
+                        'python -m experiments.stale_gradients --result_file=stale.jsonl'),
+    'chaos_loss': ('the loss of every step of every attempt',
+                   'python -m experiments.chaos (docs/faults.md)'),
+}
+
+
+def names():
+    """The figures with data kept, sorted."""
+    return sorted(f[:-len('.jsonl')] for f in os.listdir(DATA_DIR) if f.endswith('.jsonl'))
+
+
+def load(name, data_dir=None):
+    """(header, points) of figure `name` (in `data_dir`, default DATA_DIR); ValueError naming
+    the file where it is malformed."""
+    path = os.path.join(data_dir or DATA_DIR, name + '.jsonl')
+    with open(path) as f:
+        lines = [line for line in f if line.strip()]
+    try:
+        records = [json.loads(line) for line in lines]
+    except ValueError as e:
+        raise ValueError('%s: not JSON lines: %s' % (path, e)) from e
+    if not records or records[0].get('figure') != name:
+        raise ValueError('%s: the first line must be the header {"figure": "%s", ...}'
+                         % (path, name))
+    return records[0], records[1:]
+
+
+def caption(header):
+    """The figure's caption: the machine, date and commit its numbers were measured on."""
+    return provenance.caption(header['date'], header['machine'], header['commit'])
+
+
+def _ordered(values):
+    return list(collections.OrderedDict.fromkeys(values))
+
+
+def _summary(point):
+    return {k: point[k] for k in ('median', 'min', 'max')}
+
+
+def _lines(path, header, points, caption_text):
+    panels = []
+    for panel in _ordered(p['panel'] for p in points):
+        series = []
+        for label in _ordered(p['series'] for p in points if p['panel'] == panel):
+            mine = [p for p in points if p['panel'] == panel and p['series'] == label]
+            entry = (label, [p['x'] for p in mine], [_summary(p) for p in mine])
+            if mine[0].get('computed'):
+                entry += ({'linestyle': '--', 'marker': '', 'capsize': 0, 'dodge': False},)
+            series.append(entry)
+        panels.append((panel, series, []))
+    plots.line_panels(path, panels, header['xlabel'], header['ylabel'],
+                      logx=header.get('logx', False), logy=header.get('logy', False),
+                      title=header['title'], sharey=header.get('sharey', False),
+                      caption=caption_text)
+
+
+def _bars(path, header, points, caption_text):
+    panels = []
+    for panel in _ordered(p['panel'] for p in points):
+        mine = [p for p in points if p['panel'] == panel]
+        groups = _ordered(p['x'] for p in mine)
+        series = []
+        for label in _ordered(p['series'] for p in mine):
+            by_group = {p['x']: _summary(p) for p in mine if p['series'] == label}
+            series.append((label, [by_group.get(g) for g in groups]))
+        ylabel = header.get('panel_ylabels', {}).get(panel, header['ylabel'])
+        panels.append((panel, ylabel, groups, series))
+    plots.bar_panels(path, panels, title=header['title'], caption=caption_text)
+
+
+def _predicted(path, header, points, caption_text):
+    series = []
+    for label in _ordered(p['series'] for p in points):
+        mine = [p for p in points if p['series'] == label]
+        series.append((label, [_summary(p) for p in mine], [p['predicted'] for p in mine]))
+    prediction.draw(path, series, title=header['title'], caption=caption_text)
+
+
+KINDS = {'lines': _lines, 'bars': _bars, 'predicted': _predicted}
+
+
+def draw(name, out_dir=IMG_DIR, formats=('png', 'svg'), data_dir=None):
+    """Draws figure `name` from its data (in `data_dir`, default DATA_DIR) into `out_dir`, one
+    file per format; returns the files."""
+    header, points = load(name, data_dir)
+    if header.get('kind') not in KINDS:
+        raise ValueError('%s.jsonl: kind %r, not one of %s'
+                         % (name, header.get('kind'), sorted(KINDS)))
+    files = []
+    for suffix in formats:
+        path = os.path.join(out_dir, '%s.%s' % (name, suffix))
+        KINDS[header['kind']](path, header, points, caption(header))
+        files.append(path)
+    return files
