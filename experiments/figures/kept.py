@@ -1,4 +1,4 @@
-"""docs/img's figures, each drawn from the data kept beside the results: docs/results/data/NAME.jsonl.
+"""docs/img's figures, each drawn from the data kept in docs/results/data/NAME.jsonl.
 
 A figure's file is JSON lines. The first line says how to draw it and where its numbers come
 from; every other line is one point:
