@@ -12,6 +12,7 @@ from absl.testing import flagsaver
 from experiments.figures import __main__ as figures_main
 from experiments.figures import kept
 from experiments.figures import prediction
+from tests import docs_test
 from tfhp import plots
 
 needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec('matplotlib') is None,
@@ -71,7 +72,10 @@ def test_each_figure_is_drawn_from_its_data(monkeypatch, name):
     # The caption is where the numbers were measured, not where they are drawn.
     assert drawn['kwargs']['caption'] == '%s; %s; commit %s' % (
         header['machine'], header['date'], header['commit'])
-    assert header['source'].startswith('docs/results/') and header['command']
+    # The table the numbers come from: a heading of a results page.
+    page, _, heading = header['source'].partition('#')
+    assert page.startswith('docs/results/') and heading in docs_test.anchors(page), page
+    assert header['command'].startswith('python -m ')
     # Every point of the data is drawn, in its series.
     if header['kind'] == 'lines':
         medians = [s['median'] for _, series, _ in drawn['args'][0] for entry in series
