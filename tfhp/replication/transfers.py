@@ -94,8 +94,7 @@ class Pipelined:
         self.window_bytes = window_bytes
 
     def build(self, step):
-        applies = _chains(step, self.window_bytes)
-        return _ended(step, _await_each(applies, step))
+        return released(step, _chains(step, self.window_bytes))
 
 
 class PullClocked(Pipelined):
@@ -178,6 +177,13 @@ def register(row, builder):
     `Built` (docs/extending.md)."""
     modes.register_transfer(row)
     BUILDERS[row.name] = builder
+
+
+def released(step, applies):
+    """Step 4 of a chunked transfer whose pushes are `applies` (in the order of
+    grads_and_vars): each variable's token taken once its push is in, then its after_each;
+    the step ends once all ran (`_ended`)."""
+    return _ended(step, _await_each(applies, step))
 
 
 def _ended(step, done_and_new_step):
