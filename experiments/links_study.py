@@ -75,7 +75,8 @@ def define_flags():
     flags.DEFINE_list('num_ps', ['1', '2'], 'saturation: ps task counts.')
     flags.DEFINE_list('saturation_transfers', [link_jobs.IN_TURN], 'saturation: how workers '
                       'reach the ps tasks: "%s" (parameter_server: variables down, then '
-                      'gradients up), "%s" (distributed_replicated, --ps_transfer=pipelined, %d-byte chunks: '
+                      'gradients up), "%s" (distributed_replicated, --ps_transfer=pipelined, '
+                      '%d-byte chunks: '
                       'each chunk pulled once applied, while later ones are pushed), "%s" '
                       '(the same with background pulls: the next forward pass starts on '
                       'the chunks already back), "%s", "%s"; a pipelined one may end in '

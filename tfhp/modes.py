@@ -177,7 +177,8 @@ TRANSFERS = {t.name: t for t in (
                  'every variable, then every pull'),
     Transfer('pipelined', chunked=True, window=True,
              doc='each variable or chunk pushed in a chain per ps task, each push after the '
-                 'ps\'s receipt of the one before (or a window of bytes), each pulled once applied'),
+                 'ps\'s receipt of the one before (or a window of bytes), each pulled once '
+                 'applied'),
     Transfer('pull_clocked', chunked=True, paced_by_pulls=True,
              doc='the pipelined chain, each push leaving once the pull two pushes back is in'),
     Transfer('background', chunked=True, background_pulls=True, window=True, spares=False,
