@@ -273,7 +273,7 @@ flags.DEFINE_integer('partition_min_bytes', 0, 'Split parameter-server variables
                      'this many bytes over the ps tasks; 0: never.')
 flags.DEFINE_enum('ps_transfer', None, list(modes.TRANSFERS), 'How the synchronous '
                   'between-graph workers of %s reach the ps tasks (docs/distributed.md); '
-                  'default: the strategy\'s measured best (%s).' % (
+                  'default: the strategy\'s own (%s).' % (
                       ' and '.join(modes.names(lambda s: s.ps_transfer)), ', '.join(
                           '%s: %s' % (s.name, s.ps_transfer) for s in modes.STRATEGIES.values()
                           if s.ps_transfer)))
