@@ -6,6 +6,7 @@ from tfhp import benchmark
 from tfhp import cli
 from tfhp import config as config_lib
 from tfhp import modes
+from tfhp import replication
 from tfhp import topology as topology_lib
 from tfhp.replication import transfers
 
@@ -72,3 +73,30 @@ def test_transfers_build_different_graphs():
 def test_old_spellings_that_name_no_transfer_are_refused(args, message):
     with pytest.raises(config_lib.ConfigError, match=message):
         _config(*args)
+
+
+def test_the_defaults_apply_where_the_table_says():
+    assert modes.transfer_of(modes.strategy('distributed_replicated')).name == 'pull_clocked'
+    assert modes.transfer_of(modes.strategy('parameter_server')).name == modes.WHOLE_STEP
+    assert modes.transfer_of(modes.strategy('collective_all_reduce')) is None
+    assert transfers.make('pull_clocked').chunk_bytes == modes.DEFAULT_CHUNK_BYTES == 262144
+    ring = config_lib.ReplicationConfig(variable_update='collective_all_reduce')
+    assert ring.ring_subdivs == config_lib.DEFAULT_RING_SUBDIVS == 4
+    assert ring.__class__(variable_update='collective_all_reduce',
+                          collective_subdivs=0).ring_subdivs == 0
+    assert config_lib.ReplicationConfig().ring_subdivs == 0
+    # A synchronous parameter_server worker takes the whole step; in-graph, asynchronous and
+    # one-process runs take no transfer, and their configurations pass.
+    cfg = _config('--variable_update=parameter_server')
+    manager = replication.make_variable_manager(cfg.replication, topology_lib.for_config(cfg),
+                                                cfg.cluster)
+    assert isinstance(manager.transfer, transfers.WholeStep)
+    for args in (['--variable_update=parameter_server', '--graph_mode=in_graph'],
+                 ['--cross_replica_sync=false'], ['--variable_update=collective_all_reduce']):
+        assert not _config(*args).cluster.ps_transfer
+    cli.FLAGS.unparse_flags()
+    cli.FLAGS(['tfhp', '--variable_update=parameter_server'])
+    try:
+        assert not cli.config_from_flags(cli.FLAGS).cluster.enabled
+    finally:
+        cli.FLAGS.unparse_flags()
