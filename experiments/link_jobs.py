@@ -62,12 +62,11 @@ FIGURES = ('global_step_ms', 'images_per_sec', 'dropped_gradients', 'comm_bound_
            'timed_comm_bound_ms', 'ps_sent_mb', 'ps_received_mb', 'worker_sent_mb',
            'worker_received_mb', 'vs_turns', 'vs_timed_bound', 'cores_busy')
 # How the saturation study's workers reach the ps tasks (`--saturation_transfers`): variables
-# down, then gradients up (parameter_server), or the pipelined push-pull
-# (distributed_replicated, --ps_pipeline_bytes): each chunk pulled once it is applied.
-# Pull-clocked: pipelined, each push leaving once the pull two pushes back is in.
-# Background pulls: pipelined, and the next forward pass starts on the chunks already back;
-# with a window, two chunks on the way to the ps at once; with priority, and the gradients
-# leaving in forward order among those made.
+# down, then gradients up (parameter_server), or one of distributed_replicated's ps transfers
+# (`tfhp.modes.TRANSFERS`, the presets' --ps_transfer): pipelined, each chunk pulled once it
+# is applied; pull-clocked, each push leaving once the pull two pushes back is in; background
+# pulls, the next forward pass starting on the chunks already back, with a window two chunks
+# on the way to the ps at once; priority, the gradients leaving in forward order.
 IN_TURN = 'in turn'
 PIPELINED = 'pipelined'
 PULL_CLOCKED = 'pull-clocked'
@@ -84,7 +83,7 @@ TRANSFERS = {IN_TURN: ['--variable_update=parameter_server'],
 
 def _parts(spec):
     """(name, taper, chunk, window, slice) of 'NAME[@[TAPER-]CHUNK[/WINDOW]][+SLICE]'; None for
-    a size it does not give."""
+    a size it does not give (a taper is refused: `transfer_args`)."""
     spec, plus, layer_slice = spec.partition('+')
     name, at, sizes = spec.partition('@')
     chunks, slash, window = sizes.partition('/')
@@ -94,27 +93,34 @@ def _parts(spec):
 
 
 def transfer_args(spec):
-    """The tfhp flags of a transfer `spec`: a TRANSFERS key, or a pipelined one's key and its
+    """The tfhp flags of a transfer `spec`: a TRANSFERS key, or a chunked one's key and its
     chunk and window sizes, 'NAME@CHUNK[/WINDOW]' in tc sizes (e.g. 'background
-    priority@256k/256k': --ps_pipeline_bytes=262144 --ps_pipeline_window=262144). A window worth
-    a few milliseconds of the link keeps a priority push's wait short, so the best sizes
-    depend on the rate. 'NAME@TAPER-CHUNK' tapers the chunks from TAPER up to CHUNK
-    (--ps_pipeline_taper_bytes; e.g. 'pull-clocked@64k-1m'). Any of them may end in '+SLICE':
-    the model's dense layers built in slices of at most that size (--layer_slice_bytes), so
-    their gradients are made, and their weights used, a slice at a time.
+    priority@256k/256k': --ps_chunk_bytes=262144 --ps_window_bytes=262144), each size where
+    its `tfhp.modes.TRANSFERS` row takes it. A window worth a few milliseconds of the link
+    keeps a priority push's wait short, so the best sizes depend on the rate. Any of them may
+    end in '+SLICE': the model's dense layers built in slices of at most that size
+    (--layer_slice_bytes), so their gradients are made, and their weights used, a slice at a
+    time. ('NAME@TAPER-CHUNK', tapered chunks, measured slower and were retired at 52a41b8.)
 
     Raises:
-      ValueError: the spec names no transfer, gives sizes to one that sends no chunks, or a
-        size that is not one; the message names the spec.
+      ValueError: the spec names no transfer, gives a size its transfer does not take (or a
+        taper), or a size that is not one; the message names the spec.
     """
     name, taper, chunk, window, layer_slice = _parts(spec)
     if name not in TRANSFERS:
         raise ValueError('transfer %r: unknown; choose from %s' % (spec, ', '.join(TRANSFERS)))
+    if taper is not None:
+        raise ValueError('transfer %r: tapered chunks were retired (slower; 52a41b8 has them)'
+                         % spec)
     args = list(TRANSFERS[name])
-    if chunk is not None and plan.flag_value(args, 'ps_pipeline_bytes') is None:
-        raise ValueError('transfer %r: %r sends no chunks to size' % (spec, name))
-    sizes = (('ps_pipeline_taper_bytes', taper), ('ps_pipeline_bytes', chunk),
-             ('ps_pipeline_window', window), ('layer_slice_bytes', layer_slice))
+    row = modes.transfer_of(
+        modes.strategy(plan.flag_value(args, 'variable_update', modes.DEFAULT_STRATEGY)),
+        plan.flag_value(args, 'ps_transfer', ''))
+    for size, takes, what in ((chunk, row.chunked, 'chunks'), (window, row.window, 'window')):
+        if size is not None and not takes:
+            raise ValueError('transfer %r: %r sends no %s to size' % (spec, name, what))
+    sizes = (('ps_chunk_bytes', chunk), ('ps_window_bytes', window),
+             ('layer_slice_bytes', layer_slice))
     try:
         args.extend('--%s=%d' % (flag, links.parse_size(size)) for flag, size in sizes
                     if size is not None)

@@ -75,9 +75,10 @@ def define_flags():
     flags.DEFINE_list('num_ps', ['1', '2'], 'saturation: ps task counts.')
     flags.DEFINE_list('saturation_transfers', [link_jobs.IN_TURN], 'saturation: how workers '
                       'reach the ps tasks: "%s" (parameter_server: variables down, then '
-                      'gradients up), "%s" (distributed_replicated, --ps_pipeline_bytes=%d: '
+                      'gradients up), "%s" (distributed_replicated, --ps_transfer=pipelined, '
+                      '%d-byte chunks: '
                       'each chunk pulled once applied, while later ones are pushed), "%s" '
-                      '(the same with --ps_background_pulls: the next forward pass starts on '
+                      '(the same with background pulls: the next forward pass starts on '
                       'the chunks already back), "%s", "%s"; a pipelined one may end in '
                       '@CHUNK/WINDOW, tc sizes of its chunks and window, e.g. "%s@256k/256k"; any '
                       'may end in +SLICE, the dense layers built in slices of at most that '
@@ -87,7 +88,7 @@ def define_flags():
                          link_jobs.PRIORITY, link_jobs.WINDOW))
     link_flags.define()
     flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every job of every study (e.g. '
-                      '--nothread_spinning); records and labels name them.')
+                      '--ps_chunk_bytes=1048576); records and labels name them.')
     flags.DEFINE_list('replot', None, 'Draw --plot from these JSON-lines files of records (of '
                       'several runs: a panel per model, transfer and rate; a row run several '
                       'times is one median [min-max] of its runs) and run nothing. '

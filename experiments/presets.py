@@ -137,69 +137,70 @@ ABLATIONS = _by_label([
 
 # A bucket larger than any model's gradients together: --fusion_bucket_bytes as one pack.
 ONE_PACK_BYTES = 1 << 40
-# The pipelined push-pull's chunks (--ps_pipeline_bytes). The last chunk of each ps task's
-# chain is pulled after every push, so the chunks must be small beside a K-th of the model:
-# null_dense's 16 MiB in 32.
+# The chunked ps transfers' chunks in these studies (--ps_chunk_bytes). The last chunk of each
+# ps task's chain is pulled after every push, so the chunks must be small beside a K-th of the
+# model: null_dense's 16 MiB in 32.
 PIPELINE_BYTES = 512 << 10
+
+
+def _ps_transfer(label, name, chunk_bytes=PIPELINE_BYTES, window_bytes=0, group_bytes=0,
+                 num_ps=None, colocated_ps=False):
+    """A synchronous distributed_replicated preset through ps transfer `name` (a row of
+    `tfhp.modes.TRANSFERS`) with the sizes its row takes."""
+    sizes = [('ps_chunk_bytes', chunk_bytes), ('ps_window_bytes', window_bytes),
+             ('ps_group_bytes', group_bytes)]
+    return Preset(label, 'distributed_replicated', num_ps=num_ps, colocated_ps=colocated_ps,
+                  options=(('ps_transfer', name),) + tuple((k, v) for k, v in sizes if v))
+
+
 LINKS = {
     'ps': Preset('parameter_server, 1 ps', 'parameter_server'),
     'ps2': Preset('parameter_server, 2 ps', 'parameter_server', num_ps=2),
-    'replicated': Preset('distributed_replicated, 1 ps', 'distributed_replicated'),
-    # The pipelined push-pull (--ps_pipeline_bytes): each chunk released on its own.
-    'pipelined': Preset('distributed_replicated pipelined, 1 ps', 'distributed_replicated',
-                        options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
-    'pipelined2': Preset('distributed_replicated pipelined, 2 ps', 'distributed_replicated',
-                         num_ps=2, options=(('ps_pipeline_bytes', PIPELINE_BYTES),)),
-    # Pull-clocked (--ps_pull_clock): a push leaves once the pull two pushes back is in, not
-    # once the receipt of the one before comes back behind the pulls.
-    'pull_clocked': Preset('distributed_replicated pipelined, pull-clocked, 1 ps',
-                           'distributed_replicated',
-                           options=(('ps_pipeline_bytes', PIPELINE_BYTES),
-                                    ('ps_pull_clock', True))),
-    # Background pulls (--ps_background_pulls): the next forward pass starts on the chunks
-    # already pulled, while the later ones still come down.
-    'background': Preset('distributed_replicated background pulls, 1 ps',
-                         'distributed_replicated',
-                         options=(('ps_pipeline_bytes', PIPELINE_BYTES),
-                                  ('ps_background_pulls', True))),
-    'background2': Preset('distributed_replicated background pulls, 2 ps',
-                          'distributed_replicated', num_ps=2,
-                          options=(('ps_pipeline_bytes', PIPELINE_BYTES),
-                                   ('ps_background_pulls', True))),
-    # Two chunks on the way to each ps task at once (--ps_pipeline_window): a push need not
-    # wait for the ps's receipt of the one before, which comes back behind the pulls.
-    'background_window': Preset('distributed_replicated background pulls, 2-chunk window, 1 ps',
-                                'distributed_replicated',
-                                options=(('ps_pipeline_bytes', PIPELINE_BYTES),
-                                         ('ps_pipeline_window', 2 * PIPELINE_BYTES),
-                                         ('ps_background_pulls', True))),
-    # And priority pushes (--ps_push_priority): the first layers' gradients pass the later
-    # layers' chunks still waiting; two senders to each ps task (the 2-chunk window).
-    'background_priority': Preset('distributed_replicated background pulls, priority pushes, '
-                                  '1 ps', 'distributed_replicated',
-                                  options=(('ps_pipeline_bytes', PIPELINE_BYTES),
-                                           ('ps_pipeline_window', 2 * PIPELINE_BYTES),
-                                           ('ps_background_pulls', True),
-                                           ('ps_push_priority', True))),
+    # tf_cnn_benchmarks' whole step: every gradient up, then every variable down.
+    'replicated': Preset('distributed_replicated, 1 ps', 'distributed_replicated',
+                         options=(('ps_transfer', modes.WHOLE_STEP),)),
+    # The defaults: pull-clocked in 256 KiB chunks (tfhp.modes.DEFAULT_CHUNK_BYTES).
+    'replicated_defaults': Preset('distributed_replicated, defaults, 1 ps',
+                                  'distributed_replicated'),
+    # The pipelined push-pull: each chunk released on its own.
+    'pipelined': _ps_transfer('distributed_replicated pipelined, 1 ps', 'pipelined'),
+    'pipelined2': _ps_transfer('distributed_replicated pipelined, 2 ps', 'pipelined', num_ps=2),
+    # Pull-clocked: a push leaves once the pull two pushes back is in, not once the receipt
+    # of the one before comes back behind the pulls.
+    'pull_clocked': _ps_transfer('distributed_replicated pipelined, pull-clocked, 1 ps',
+                                 'pull_clocked'),
+    # Background pulls: the next forward pass starts on the chunks already pulled, while the
+    # later ones still come down.
+    'background': _ps_transfer('distributed_replicated background pulls, 1 ps', 'background'),
+    'background2': _ps_transfer('distributed_replicated background pulls, 2 ps', 'background',
+                                num_ps=2),
+    # Two chunks on the way to each ps task at once (--ps_window_bytes): a push need not wait
+    # for the ps's receipt of the one before, which comes back behind the pulls.
+    'background_window': _ps_transfer(
+        'distributed_replicated background pulls, 2-chunk window, 1 ps', 'background',
+        window_bytes=2 * PIPELINE_BYTES),
+    # And priority pushes: the first layers' gradients pass the later layers' chunks still
+    # waiting; two senders to each ps task (the 2-chunk window).
+    'background_priority': _ps_transfer(
+        'distributed_replicated background pulls, priority pushes, 1 ps', 'priority',
+        window_bytes=2 * PIPELINE_BYTES),
     # A ps task beside each worker, sharing its NIC (BytePS's co-located servers): worker k
     # pushes each chunk to its owner and pulls it back once applied, a reduce-scatter and an
     # all-gather made of pipelined transfers, each NIC carrying a ring's 2(W-1)/W of the model
     # each way. Pull-clocked, 256 KiB chunks: six ps tasks hold null_dense's 16 MiB in 11 each.
-    'colocated': Preset('distributed_replicated pull-clocked, a ps beside each worker',
-                        'distributed_replicated', colocated_ps=True,
-                        options=(('ps_pipeline_bytes', 256 << 10), ('ps_pull_clock', True))),
+    'colocated': _ps_transfer('distributed_replicated pull-clocked, a ps beside each worker',
+                              'pull_clocked', chunk_bytes=256 << 10, colocated_ps=True),
     # And with priority pushes and background pulls, for a model with compute (BytePS's layout
     # with P3's order), at resnet20's best sizes on 1 ps at 60 Mbit/s: 32 KiB chunks, window
     # and groups.
-    'colocated_priority': Preset('distributed_replicated background pulls, priority pushes, '
-                                 '32 KiB, a ps beside each worker', 'distributed_replicated',
-                                 colocated_ps=True,
-                                 options=(('ps_pipeline_bytes', 32 << 10),
-                                          ('ps_pipeline_window', 32 << 10),
-                                          ('ps_background_pulls', True),
-                                          ('ps_push_priority', True),
-                                          ('ps_push_fusion_bytes', 32 << 10))),
-    'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce'),
+    'colocated_priority': _ps_transfer(
+        'distributed_replicated background pulls, priority pushes, 32 KiB, a ps beside each '
+        'worker', 'priority', chunk_bytes=32 << 10, window_bytes=32 << 10,
+        group_bytes=32 << 10, colocated_ps=True),
+    # TensorFlow's own chunks on the ring (--collective_subdivs=0), and tfhp's default (4).
+    'all_reduce': Preset('collective_all_reduce', 'collective_all_reduce',
+                         options=(('collective_subdivs', 0),)),
+    'all_reduce_defaults': Preset('collective_all_reduce, defaults', 'collective_all_reduce'),
     # More chunks in flight on the ring (--collective_subdivs).
     'all_reduce_subdivs4': Preset('collective_all_reduce, 4 subdivisions',
                                   'collective_all_reduce', options=(('collective_subdivs', 4),)),

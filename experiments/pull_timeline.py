@@ -2,8 +2,8 @@
 
 Runs a synchronous `distributed_replicated` job of --model on --num_ps ps tasks (default one)
 and --num_workers workers, on emulated links of --rate, for each of --transfers
-(`experiments.link_jobs`; by default the pipelined transfer and the same with
---ps_background_pulls), each with --tfhp_flags. The chief traces timed step --trace_step of
+(`experiments.link_jobs`; by default the pipelined transfer and the same with background
+pulls), each with --tfhp_flags. The chief traces timed step --trace_step of
 each (`--trace_file`; the background runs that overlap it, the pulls and the chief's applies,
 are merged in), and the figure stacks worker 0's steps on one time axis: its forward and
 backward ops, its pushes and pulls on the wire, the chief's applies
@@ -97,7 +97,7 @@ if __name__ == '__main__':
                       'traced, a panel each (experiments.link_jobs.transfer_args: a TRANSFERS key, '
                       'a pipelined one with @CHUNK/WINDOW).')
     flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every job (e.g. '
-                      '--ps_push_fusion_bytes=65536).')
+                      '--ps_group_bytes=65536).')
     flags.DEFINE_integer('trace_step', 5, 'The timed step the chief traces.')
     flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<transfer>.json and its '
                         '.runmeta.pb); default: a temporary directory.')

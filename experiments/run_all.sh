@@ -44,18 +44,12 @@ run links_pull_clocked_1gbit python -m experiments.links_study --studies=saturat
 run links_pull_clocked_100mbit python -m experiments.links_study --studies=saturation --models=null_dense --num_ps=2,3 --workers=4,6 --saturation_transfers="pull-clocked@128k" --rates=100mbit --link_port_buffer=1mb --repeats=3 --result_file="$OUT/links_pull_clocked_100mbit.jsonl" $(plot links_pull_clocked_100mbit)
 run links_pull_clocked_cubic python -m experiments.links_study --studies=saturation --models=null_dense --num_ps=1,2,3 --workers=1,2,4,6 --saturation_transfers="pull-clocked@128k" --rates=300mbit --link_congestion_control=cubic --repeats=3 --result_file="$OUT/links_pull_clocked_cubic.jsonl" $(plot links_pull_clocked_cubic)
 run links_ring_300mbit python -m experiments.links_study --studies=modes --modes=all_reduce,all_reduce_subdivs4 --modes_workers=2,4,6 --modes_rate=300mbit --repeats=3 --result_file="$OUT/links_ring_300mbit.jsonl" $(plot links_ring_300mbit)
+run links_defaults python -m experiments.links_study --studies=modes --modes=replicated_defaults,replicated,all_reduce_defaults,all_reduce --modes_workers=2 --repeats=3 --link_congestion_control=cubic --result_file="$OUT/links_defaults.jsonl" $(plot links_defaults)
 run links_layer_slices python -m experiments.links_study --studies=saturation --emulated_compute=experiments/profiles/lenet_x10.json --models=lenet@emulated --saturation_transfers="background window","background window+256k","background priority@256k/256k+256k" --rates=100mbit --num_ps=1 --workers=1,2 --repeats=3 --link_congestion_control=cubic --result_file="$OUT/links_layer_slices.jsonl" $(plot links_layer_slices)
-run links_spinning python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --repeats=3 --result_file="$OUT/links_spinning.jsonl"
-run links_no_spinning python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --repeats=3 --tfhp_flags=--nothread_spinning --result_file="$OUT/links_spinning.jsonl"
-[ -n "$(plot links_spinning)" ] && run links_spinning_plot python -m experiments.links_study --studies=modes --replot="$OUT/links_spinning.jsonl" $(plot links_spinning)
 run transfer_costs python -m experiments.transfer_costs --repeats=5 --result_file="$OUT/transfer_costs.jsonl"
 for rate in 1gbit 100mbit; do for reads in nogrpc_batched_reads grpc_batched_reads; do
   run "transfer_costs_${rate}_$reads" python -m experiments.transfer_costs --link_rate=$rate --transfers=16 --chunk_bytes=1048576 --steps=3 --repeats=3 --$reads --result_file="$OUT/transfer_costs.jsonl"
 done; done
-for reads in "" --tfhp_flags=--grpc_batched_reads; do
-  run "links_batched_reads${reads:+_on}" python -m experiments.links_study --studies=modes --modes=pipelined2,all_reduce_subdivs4 --modes_workers=2,4 --steps=20 --warmup_steps=3 --repeats=3 --link_congestion_control=cubic $reads --result_file="$OUT/links_batched_reads.jsonl"
-done
-[ -n "$(plot links_batched_reads)" ] && run links_batched_reads_plot python -m experiments.links_study --studies=modes --replot="$OUT/links_batched_reads.jsonl" $(plot links_batched_reads)
 run bucket_timeline python -m experiments.bucket_timeline --rate=60mbit --result_file="$OUT/bucket_timeline.jsonl" $(plot bucket_timeline)
 run chaos python -m experiments.chaos --result_file="$OUT/chaos.jsonl" $(plot chaos)  # 20 minutes
 # The reference benchmark is not a dependency: REFERENCE=path/to/tf_cnn_benchmarks.py runs it.

@@ -17,7 +17,8 @@ probe runs --steps times after --warmup_steps, in rounds over the probes (--repe
 as median [min-max]. With --link_rate the two tasks sit on emulated links of that rate
 (`tfhp.launcher.links`; the study runs itself again inside the worker's namespace), so the
 figures hold what the kernel and gRPC do per packet too; --grpc_batched_reads runs both tasks'
-gRPC as tfhp's flag of that name does. On the machines of docs/results.md a transfer that
+gRPC with its experiments `GRPC_BATCHED_READS` (tfhp's flag of that name until 52a41b8, retired:
+no step was shorter where the cores were busy). On the machines of docs/results.md a transfer that
 waits for the one before costs several times one sent beside others: each wakes the threads
 on both sides (TensorFlow's executor, gRPC's event engine) from idle, and on two cores of a VM
 a wake-up is dear.
@@ -40,7 +41,6 @@ import tensorflow.compat.v1 as tf
 from experiments import common
 from experiments import frame
 from tfhp import compat
-from tfhp import config as config_lib
 from tfhp.launcher import links
 from tfhp.launcher import plan
 
@@ -55,6 +55,9 @@ TABLE = [('probe', 'probe', None), ('transfers', 'transfers', '%d'),
          ('CPU ms/MB', 'cpu_ms_per_mb', '%.2f')]
 # Bound on the ps child's start and on each probe run, so that a broken run ends the study.
 _TIMEOUT_S = 60.0
+# gRPC's experiments (its GRPC_EXPERIMENTS names): the receiver's socket wakes it once the bytes
+# of the message it reads are in (SO_RCVLOWAT), sized by the transport's estimate of it.
+GRPC_BATCHED_READS = ('tcp_rcv_lowat', 'tcp_frame_size_tuning')
 
 _PS_CHILD = r'''
 import sys
@@ -66,14 +69,22 @@ sys.stdin.read()  # until the study closes the pipe: a study that dies takes its
 '''
 
 
+def _with_batched_reads(experiments):
+    """The GRPC_EXPERIMENTS value `experiments` (comma-separated, possibly '') with
+    GRPC_BATCHED_READS added after what it names; None when it names them all already."""
+    present = [e for e in experiments.split(',') if e]
+    missing = [e for e in GRPC_BATCHED_READS if e not in present]
+    return ','.join(present + missing) if missing else None
+
+
 def define_flags():
     """The study's own flags (the common ones are the frame's)."""
     flags.DEFINE_integer('transfers', 64, 'N: transfers of each probe.')
     flags.DEFINE_integer('chunk_bytes', 128 << 10, 'Bytes of each chunk (a multiple of 4).')
     flags.DEFINE_string('link_rate', None, 'Emulated links of this rate (tc units, e.g. 1gbit; '
                         'needs root); none: loopback.')
-    flags.DEFINE_boolean('grpc_batched_reads', False, 'Both tasks\' gRPC with tfhp\'s '
-                         '--grpc_batched_reads experiments.')
+    flags.DEFINE_boolean('grpc_batched_reads', False, 'Both tasks\' gRPC with the '
+                         'experiments %s.' % ','.join(GRPC_BATCHED_READS))
     flags.DEFINE_string('emulated_hosts', None, 'Internal: ps address, worker address and the '
                         'ps namespace, when the study runs inside the worker\'s namespace.')
 
@@ -195,7 +206,7 @@ def study():
     if FLAGS.link_rate and not FLAGS.emulated_hosts:
         return _inside_emulated_links()
     # Before this process's first server; the ps child inherits it.
-    experiments = (config_lib.with_batched_reads(os.environ.get('GRPC_EXPERIMENTS', ''))
+    experiments = (_with_batched_reads(os.environ.get('GRPC_EXPERIMENTS', ''))
                    if FLAGS.grpc_batched_reads else None)
     if experiments:
         os.environ['GRPC_EXPERIMENTS'] = experiments

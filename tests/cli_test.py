@@ -65,7 +65,7 @@ def test_short_run_prints_total_images_per_sec(tmp_path):
 def _help_groups():
     """[(title, [flag names])] as `tfhp --help` groups them, from the definitions."""
     return [(title, [f.name for f in group]) for title, group in flag_help.grouped(
-        cli.FLAGS.get_flags_for_module(cli.__name__), cli.HELP_GROUPS)]
+        cli.FLAGS.get_flags_for_module(cli.__name__), cli.HELP_GROUPS, hidden=cli.HIDDEN_FLAGS)]
 
 
 def test_flags_reference_lists_every_flag_in_its_help_group():

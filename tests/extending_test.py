@@ -42,7 +42,8 @@ def _load(relpath):
 
 def test_the_page_has_the_five_recipes():
     assert sorted(RECIPES) == ['A new all-reduce algorithm', 'A new gradient compression scheme',
-                               'A new model', 'A new study', 'A new variable-update strategy']
+                               'A new model', 'A new ps transfer', 'A new study',
+                               'A new variable-update strategy']
 
 
 @pytest.mark.parametrize('title', sorted(RECIPES))
@@ -65,9 +66,11 @@ def _registries():
     from tfhp.models import registry
     from tfhp.ops import allreduce_builder
     from tfhp.ops import allreduce_spec
+    from tfhp.replication import transfers
     # pylint: disable=protected-access
     return [modes.STRATEGIES, replication.ONE_GRAPH, allreduce_spec.ALGORITHMS,
-            allreduce_builder.BUILDERS, compression._SCHEMES, registry._SPECS]
+            allreduce_builder.BUILDERS, compression._SCHEMES, registry._SPECS,
+            modes.TRANSFERS, transfers.BUILDERS]
 
 
 @pytest.fixture(scope='module')
@@ -97,6 +100,20 @@ def test_averaged_copies_matches_replicated_under_sgd(examples):
     strategy = modes.strategy('averaged_copies')
     assert strategy.runs_in(modes.graph_mode(modes.LOCAL))
     assert not strategy.runs_in(modes.graph_mode(modes.BETWEEN_GRAPH))
+
+
+def test_all_at_once_trains_as_the_whole_step_does(examples):
+    (ours, step), (whole, whole_step) = examples['A new ps transfer'].main()
+    assert step == whole_step == 3
+    for got, expected, start in zip(ours, whole, (1.0, 2.0, 3.0)):
+        np.testing.assert_array_equal(got, expected)
+        # loss = sum v^2, SGD at 0.1: each step multiplies v by 0.8.
+        np.testing.assert_allclose(got, np.full([4], start * 0.8 ** 3), rtol=1e-6)
+    replicated = modes.strategy('distributed_replicated')
+    row = modes.transfer_of(replicated, 'all_at_once')
+    assert modes.check_transfer(row, replicated) is None
+    assert 'needs --variable_update in distributed_replicated' in modes.check_transfer(
+        row, modes.strategy('parameter_server'))
 
 
 def test_the_scaled_cast_keeps_small_gradients(examples):

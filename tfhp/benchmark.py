@@ -310,8 +310,7 @@ def _session_config(cfg, topology):
         num_cpu_devices=topology.num_towers if cfg.device.device == 'cpu' else 1,
         num_intra_threads=cfg.device.num_intra_threads,
         num_inter_threads=session_lib.inter_op_threads(cfg.device.num_inter_threads,
-                                                       pipelines.preprocesses_in_graph(cfg.data)),
-        thread_spinning=cfg.device.thread_spinning)
+                                                       pipelines.preprocesses_in_graph(cfg.data)))
     if cfg.xla.xla:
         proto.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
     return proto

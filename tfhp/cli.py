@@ -86,9 +86,6 @@ flags.DEFINE_enum('local_parameter_device', 'cpu', config_lib.DEVICES,
 flags.DEFINE_integer('num_intra_threads', 0, 'Intra-op thread pool size (0: TF decides).')
 flags.DEFINE_integer('num_inter_threads', 0, 'Inter-op thread pool size (0: TF decides; on the '
                      'RecordInput path two per core).')
-flags.DEFINE_boolean('thread_spinning', True, 'TensorFlow\'s thread pools spin a while before '
-                     'their idle threads sleep (its default); --nothread_spinning leaves the '
-                     'cores to the tasks beside this one.')
 flags.DEFINE_boolean('mkl', False, 'Export the Intel OpenMP settings (--kmp_*) before '
                      'TensorFlow starts.')
 flags.DEFINE_integer('kmp_blocktime', config_lib.KMP_DEFAULTS['kmp_blocktime'],
@@ -114,9 +111,10 @@ flags.DEFINE_integer('agg_small_grads_max_group', 10, 'Most gradients in one sma
 flags.DEFINE_integer('fusion_bucket_bytes', 0, 'If > 0, fuse gradients, last layer first, '
                      'into buckets of at most this many bytes, each all-reduced as soon as its '
                      'gradients exist (replicated, collective_all_reduce).')
-flags.DEFINE_integer('collective_subdivs', 0, 'The workers\' collective all-reduce ring splits '
-                     'each worker\'s share of a tensor into at most this many chunks in '
-                     'flight (0: TensorFlow\'s choice, chunks of at most 4 MB).')
+flags.DEFINE_integer('collective_subdivs', None, 'The workers\' collective all-reduce ring '
+                     'splits each worker\'s share of a tensor into at most this many chunks in '
+                     'flight (default: %d, the measured best; 0: TensorFlow\'s choice, chunks of '
+                     'at most 4 MB).' % config_lib.DEFAULT_RING_SUBDIVS)
 flags.DEFINE_enum('gradient_transfer_dtype', 'float32', config_lib.TRANSFER_DTYPES,
                   'Cast gradients to this dtype for the all-reduce, or for sending them '
                   'between tasks (the 16-bit schemes of --gradient_compression).')
@@ -273,41 +271,23 @@ flags.DEFINE_float('save_model_secs', None, 'Distributed: the chief also checkpo
                    'this many seconds.')
 flags.DEFINE_integer('partition_min_bytes', 0, 'Split parameter-server variables of at least '
                      'this many bytes over the ps tasks; 0: never.')
-flags.DEFINE_integer('ps_pipeline_bytes', 0, 'Pipelined push-pull for synchronous '
-                     'distributed_replicated: variables over this many bytes are split into '
-                     'chunks of at most this size, and each is pushed, applied and pulled back '
-                     'on its own, both directions of a link busy at once (0: every update '
-                     'released at once).')
-flags.DEFINE_integer('ps_pipeline_window', 0, 'With --ps_pipeline_bytes: bytes of gradients '
-                     'a worker may have on the way to each ps task at once; 0: one chunk at a '
-                     'time, each push waiting for the ps\'s receipt of the one before.')
-flags.DEFINE_integer('ps_pipeline_taper_bytes', 0, 'With --ps_pipeline_bytes: each chunked '
-                     'variable\'s chunks on each ps task start at this many bytes and double up to '
-                     '--ps_pipeline_bytes, and shrink back the same way at its end: the first apply '
-                     'and the last pull wait for little, and the chunks between are large and so '
-                     'few (0: every chunk --ps_pipeline_bytes).')
-flags.DEFINE_boolean('ps_background_pulls', False, 'With --ps_pipeline_bytes: a step ends '
-                     'once its gradients are on the ps tasks, the pulls run in a thread of '
-                     'the worker\'s own, and each variable\'s reads in the next step wait for '
-                     'its own pull only, so the next forward pass overlaps the later pulls.')
-flags.DEFINE_boolean('ps_push_priority', False, 'With --ps_background_pulls: gradients leave '
-                     'in the order the forward pass uses their variables, among those made (a '
-                     'first layer\'s passes the later layers\' chunks still waiting), from sender '
-                     'threads of the worker, as many bytes on the way to each ps task as '
-                     '--ps_pipeline_window (0: one push at a time).')
-flags.DEFINE_integer('ps_push_fusion_bytes', 0, 'With --ps_push_priority: consecutive '
-                     'gradients of a ps task (in forward order) each under this many bytes are '
-                     'queued and pushed together, in groups of at most this many bytes: one '
-                     'push run a group, not one a gradient (each run costs the worker and the ps '
-                     'task CPU; 0: each gradient alone).')
-flags.DEFINE_boolean('grpc_batched_reads', False, 'A cluster task\'s gRPC reads each message '
-                     'once its bytes are in (gRPC\'s experiments %s: SO_RCVLOWAT sized by the '
-                     'message), not at every arrival of a few packets: fewer wake-ups of its '
-                     'threads on shared cores.' % ','.join(config_lib.GRPC_BATCHED_READS))
-flags.DEFINE_boolean('ps_pull_clock', False, 'With --ps_pipeline_bytes (no window, no '
-                     'background pulls): each push leaves once the pull two pushes back in its '
-                     'chain is in, not once the ps\'s receipt of the push before is back, which '
-                     'comes behind the pulls queued on the same connection.')
+flags.DEFINE_enum('ps_transfer', None, list(modes.TRANSFERS), 'How the synchronous '
+                  'between-graph workers of %s reach the ps tasks (docs/distributed.md); '
+                  'default: the strategy\'s own (%s).' % (
+                      ' and '.join(modes.names(lambda s: s.ps_transfer)), ', '.join(
+                          '%s: %s' % (s.name, s.ps_transfer) for s in modes.STRATEGIES.values()
+                          if s.ps_transfer)))
+flags.DEFINE_integer('ps_chunk_bytes', 0, 'A chunked --ps_transfer cuts variables over this '
+                     'many bytes into chunks of at most this size (0: %d).'
+                     % modes.DEFAULT_CHUNK_BYTES)
+flags.DEFINE_integer('ps_window_bytes', 0, 'A --ps_transfer with a window (%s): bytes of '
+                     'gradients a worker may have on the way to each ps task at once (0: one '
+                     'push at a time).' % ', '.join(modes.names(lambda t: t.window,
+                                                                modes.TRANSFERS)))
+flags.DEFINE_integer('ps_group_bytes', 0, 'A --ps_transfer with groups (%s): consecutive '
+                     'gradients of a ps task each under this many bytes are pushed together, '
+                     'in groups of at most this many (0: each alone).'
+                     % ', '.join(modes.names(lambda t: t.groups, modes.TRANSFERS)))
 flags.DEFINE_float('linger_s', 0.0, 'A serving task serves this many seconds more after its '
                    'workers are done, or until a client releases it (python -m tfhp.reconnect), '
                    'so a client can read or save the variables it holds; 0: exit at once.')
@@ -331,6 +311,34 @@ flags.DEFINE_boolean('scale_stale_gradients', False, 'Asynchronous: scale each g
                      '1/staleness.')
 flags.DEFINE_integer('async_warmup_steps', 0, 'Asynchronous: the first replica trains alone '
                      'for this many global steps before the others join.')
+
+
+# Earlier versions' spellings of --ps_transfer and its sizes: still read (docs' command lines
+# use them), never listed by --help. `_transfer_fields` turns them into the transfer they named.
+OLD_TRANSFER_FLAGS = {'ps_pipeline_bytes': 0, 'ps_pipeline_window': 0,
+                      'ps_background_pulls': False, 'ps_push_priority': False,
+                      'ps_push_fusion_bytes': 0, 'ps_pull_clock': False}
+for _name, _default in OLD_TRANSFER_FLAGS.items():
+    (flags.DEFINE_boolean if isinstance(_default, bool) else flags.DEFINE_integer)(
+        _name, _default, 'The old spelling of --ps_transfer and its sizes (not listed).')
+HIDDEN_FLAGS = tuple(OLD_TRANSFER_FLAGS)
+
+def _transfer_fields(values):
+    """ClusterConfig's ps_transfer, ps_chunk_bytes, ps_window_bytes and ps_group_bytes, from
+    the flags or from their old spellings (`tfhp.modes.old_transfer_spelling`), not both."""
+    new = ('ps_transfer', 'ps_chunk_bytes', 'ps_window_bytes', 'ps_group_bytes')
+    old = [name for name in OLD_TRANSFER_FLAGS if values[name].present]
+    if not old:
+        return dict(zip(new, [values.ps_transfer or ''] + [values[n].value for n in new[1:]]))
+    given = [name for name in new if values[name].present]
+    if given:
+        raise config_lib.ConfigError('--%s is an old spelling of --ps_transfer and its sizes, '
+                                     'given with --%s: use one' % (old[0], given[0]))
+    try:
+        return dict(zip(new, modes.old_transfer_spelling(
+            *[values[name].value for name in OLD_TRANSFER_FLAGS])))
+    except ValueError as e:
+        raise config_lib.ConfigError(str(e)) from None
 
 
 def _section(cls, values, **overrides):
@@ -393,7 +401,7 @@ def _cluster_config(values, environ):
     graph_mode = (implied if implied and not values['graph_mode'].present else
                   values.graph_mode)
     return _section(config_lib.ClusterConfig, values, straggler_workers=stragglers,
-                    graph_mode=graph_mode, **hosts)
+                    graph_mode=graph_mode, **hosts, **_transfer_fields(values))
 
 
 def config_from_flags(values, environ=None):
@@ -428,8 +436,7 @@ def runtime_environment(cfg, environ):
     --mkl exports the Intel OpenMP settings (tf_cnn_benchmarks' meaning). --xla makes every
     session of this process auto-cluster (TF_XLA_FLAGS --tf_xla_auto_jit=1, which reaches the
     sessions a cluster task makes too) and lets the CPU do so (--tf_xla_cpu_global_jit; without
-    it TensorFlow auto-clusters on GPUs only). --grpc_batched_reads adds gRPC's experiments
-    to GRPC_EXPERIMENTS, which gRPC reads at its first use (a forked task's too).
+    it TensorFlow auto-clusters on GPUs only).
 
     Args:
       cfg: the BenchmarkConfig.
@@ -438,10 +445,6 @@ def runtime_environment(cfg, environ):
       {variable: value} to set before TensorFlow is imported.
     """
     variables = cfg.device.openmp_environment()
-    experiments = (config_lib.with_batched_reads(environ.get('GRPC_EXPERIMENTS', ''))
-                   if cfg.cluster.grpc_batched_reads else None)
-    if experiments:
-        variables['GRPC_EXPERIMENTS'] = experiments
     if cfg.xla.xla:
         wanted = ['--tf_xla_auto_jit=1'] + (['--tf_xla_cpu_global_jit'] if
                                             cfg.device.device == 'cpu' else [])
@@ -529,7 +532,7 @@ def _parse_flags(argv):
     their groups and exits 0: absl's lists a console script's flags only under --helpfull."""
     if flag_help.asks_for_help(argv[1:]):
         print(flag_help.format_help(USAGE, flag_help.grouped(
-            FLAGS.get_flags_for_module(__name__), HELP_GROUPS)))
+            FLAGS.get_flags_for_module(__name__), HELP_GROUPS, hidden=HIDDEN_FLAGS)))
         sys.exit(0)
     return app.parse_flags_with_usage(argv)
 

@@ -25,17 +25,26 @@ def asks_for_help(args):
     return False
 
 
-def grouped(module_flags, starts):
-    """Splits a module's flags into its groups.
+def grouped(module_flags, starts, hidden=()):
+    """Splits a module's flags into its groups, leaving out aliases (another flag's spelling,
+    absl's DEFINE_alias) and the flags named in `hidden`.
 
     Args:
       module_flags: the flags, in the order they were defined.
       starts: [(title, index of the group's first flag in module_flags)], in order.
+      hidden: names of flags not to list (e.g. old spellings).
     Returns:
       [(title, [flag])].
     """
     ends = [start for _, start in starts[1:]] + [len(module_flags)]
-    return [(title, module_flags[start:end]) for (title, start), end in zip(starts, ends)]
+    return [(title, [f for f in module_flags[start:end]
+                     if f.name not in hidden and not _is_alias(f)])
+            for (title, start), end in zip(starts, ends)]
+
+
+def _is_alias(flag):
+    # absl's DEFINE_alias makes a Flag of a class of its own, local to the function.
+    return type(flag).__name__ == '_FlagAlias'
 
 
 def _default_text(flag):

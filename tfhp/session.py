@@ -41,13 +41,8 @@ def inter_op_threads(requested, preprocesses_in_graph, num_cores=None):
 
 
 def config_proto(num_cpu_devices=1, num_intra_threads=0, num_inter_threads=0,
-                 allow_soft_placement=False, thread_spinning=True):
+                 allow_soft_placement=False):
     """A ConfigProto with `num_cpu_devices` virtual CPU devices and the given thread pools.
-
-    thread_spinning: whether the pools' idle threads spin a while before they sleep
-    (TensorFlow's default), which buys latency with CPU; off
-    (`experimental.disable_thread_spinning`), a cluster task's many small ops leave the cores
-    to the tasks beside it.
 
     Soft placement is off by default so that an op that cannot run where tfhp put it fails
     loudly instead of moving silently (which would falsify a measurement).
@@ -56,21 +51,20 @@ def config_proto(num_cpu_devices=1, num_intra_threads=0, num_inter_threads=0,
     pool sizes: TensorFlow keeps the first session's pools for the whole process, so a
     measurement that needs other sizes must run in a process of its own.
     """
-    pools = (num_intra_threads, num_inter_threads, thread_spinning)
+    pools = (num_intra_threads, num_inter_threads)
     if not _process_thread_pools:
         _process_thread_pools.append(pools)
     elif _process_thread_pools[0] != pools:
         warnings.warn(
-            'num_intra_threads=%d, num_inter_threads=%d, thread_spinning=%s are ignored: '
-            'TensorFlow keeps the thread pools of the first session of this process (%d, %d, '
-            '%s); run this configuration in a process of its own'
+            'num_intra_threads=%d, num_inter_threads=%d are ignored: '
+            'TensorFlow keeps the thread pools of the first session of this process (%d, %d); '
+            'run this configuration in a process of its own'
             % (pools + _process_thread_pools[0]), RuntimeWarning, stacklevel=2)
     proto = tf.ConfigProto(device_count={'CPU': num_cpu_devices},
                            intra_op_parallelism_threads=num_intra_threads,
                            inter_op_parallelism_threads=num_inter_threads,
                            allow_soft_placement=allow_soft_placement)
     proto.gpu_options.allow_growth = True
-    proto.experimental.disable_thread_spinning = not thread_spinning
     return proto
 
 

@@ -69,12 +69,19 @@ DELTAS = config_lib.ReplicationConfig(variable_update='distributed_replicated',
      '--forward_only between graphs reads the variables on the ps tasks: it needs '
      '--variable_update in parameter_server, distributed_replicated, got '
      "'collective_all_reduce'"),
-    ({'cluster': _cluster(job_name='worker', ps_pipeline_bytes=1 << 20)},
-     '--ps_pipeline_bytes pipelines the synchronous steps of --variable_update='
-     'distributed_replicated between graphs .*; got parameter_server'),
-    ({'cluster': _cluster(job_name='worker', ps_pipeline_bytes=1 << 20,
+    ({'cluster': _cluster(job_name='worker', ps_transfer='pipelined')},
+     '--ps_transfer=pipelined pushes chunks, which needs --variable_update in '
+     'distributed_replicated; parameter_server takes whole_step'),
+    ({'cluster': _cluster(job_name='worker', ps_transfer='pipelined',
                           cross_replica_sync=False), 'replication': REPLICATED},
-     'got distributed_replicated asynchronous'),
+     '--ps_transfer sets how the synchronous between-graph workers of --variable_update in '
+     'parameter_server, distributed_replicated reach the ps tasks; got distributed_replicated '
+     'asynchronous'),
+    ({'cluster': _cluster(job_name='worker', ps_chunk_bytes=1 << 20), 'replication': COLLECTIVE},
+     '--ps_chunk_bytes sets how .* got collective_all_reduce$'),
+    ({'cluster': _cluster(job_name='worker', ps_transfer='fastest'),
+      'replication': REPLICATED},
+     "--ps_transfer=fastest: unknown ps_transfer 'fastest'; known: whole_step, "),
     ({'cluster': _cluster(job_name='worker', cross_replica_sync=False), 'run': TARGET},
      'not asynchronous workers'),
     ({'cluster': _cluster(job_name='worker', cross_replica_sync=False),
@@ -82,33 +89,25 @@ DELTAS = config_lib.ReplicationConfig(variable_update='distributed_replicated',
      r'\(drop --cross_replica_sync=false\)'),
     ({'cluster': _cluster(job_name='worker', replicas_to_aggregate=1),
       'replication': DELTAS}, r'\(drop --replicas_to_aggregate\)'),
-    ({'cluster': _cluster(job_name='worker', ps_push_priority=True,
-                          ps_pipeline_bytes=1 << 20), 'replication': REPLICATED},
-     '--ps_push_priority .* it needs --ps_background_pulls'),
-    ({'cluster': _cluster(job_name='worker', ps_push_fusion_bytes=1 << 16,
-                          ps_pipeline_bytes=1 << 20, ps_background_pulls=True),
+    ({'cluster': _cluster(job_name='worker', ps_transfer='background',
+                          ps_group_bytes=1 << 16), 'replication': REPLICATED},
+     '--ps_group_bytes=65536 does not apply to --ps_transfer=background; the transfers that '
+     'take it: priority'),
+    ({'cluster': _cluster(job_name='worker', ps_window_bytes=1 << 20),
       'replication': REPLICATED},
-     '--ps_push_fusion_bytes=65536 groups the priority pushes: it needs --ps_push_priority'),
-    ({'cluster': _cluster(job_name='worker', ps_pipeline_window=1 << 20),
-      'replication': REPLICATED},
-     "--ps_pipeline_window=1048576 paces the pipelined transfer's pushes: it needs "
-     '--ps_pipeline_bytes'),
-    ({'cluster': _cluster(job_name='worker', ps_background_pulls=True),
-      'replication': REPLICATED}, '--ps_background_pulls .* it needs --ps_pipeline_bytes'),
-    ({'cluster': _cluster(job_name='worker', ps_pipeline_bytes=1 << 20,
-                          ps_pipeline_taper_bytes=1 << 20), 'replication': REPLICATED},
-     "--ps_pipeline_taper_bytes=1048576 tapers the pipelined transfer's chunks up to "
-     '--ps_pipeline_bytes: it needs --ps_pipeline_bytes above it, got 1048576'),
-    ({'cluster': _cluster(job_name='worker', ps_pull_clock=True, ps_pipeline_bytes=1 << 20,
-                          ps_background_pulls=True), 'replication': REPLICATED},
-     '--ps_pull_clock .* it needs --ps_pipeline_bytes, and no --ps_pipeline_window or '
-     '--ps_background_pulls'),
-    ({'cluster': _cluster(job_name='worker', ps_background_pulls=True,
-                          ps_pipeline_bytes=1 << 20, replicas_to_aggregate=1),
-      'replication': REPLICATED}, '--ps_background_pulls .* no spares'),
-    ({'cluster': _cluster(job_name='worker', ps_background_pulls=True,
-                          ps_pipeline_bytes=1 << 20), 'replication': DELTAS},
-     '--ps_background_pulls .* no --downlink_compression'),
+     '--ps_window_bytes=1048576 does not apply to --ps_transfer=pull_clocked; the transfers '
+     'that take it: pipelined, background, priority'),
+    ({'cluster': _cluster(job_name='worker', ps_transfer='whole_step',
+                          ps_chunk_bytes=1 << 20), 'replication': REPLICATED},
+     '--ps_chunk_bytes=1048576 does not apply to --ps_transfer=whole_step'),
+    ({'cluster': _cluster(job_name='worker', ps_transfer='priority',
+                          replicas_to_aggregate=1), 'replication': REPLICATED},
+     '--ps_transfer=priority needs every worker in each step: drop --replicas_to_aggregate'),
+    ({'cluster': _cluster(job_name='worker', ps_transfer='background'),
+      'replication': DELTAS},
+     '--ps_transfer=background pulls copies of the masters: drop --downlink_compression'),
+    ({'cluster': config_lib.ClusterConfig(ps_transfer='whole_step')},
+     '--ps_transfer sets how .* got parameter_server in one process'),
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'run': TARGET},
      'not an in-graph job'),
     ({'cluster': _cluster(job_name='worker', graph_mode='in_graph'), 'replication': STAGED},
@@ -221,57 +220,3 @@ def test_a_task_server_sizes_its_inter_op_pool_as_a_local_run_does(monkeypatch, 
     cfg = testing.small_config(cluster=dict(HOSTS, job_name='worker', task_index=0),
                                data={'data_dir': '/data', 'use_datasets': use_datasets})
     assert task.server_proto(cfg).inter_op_parallelism_threads == expected
-
-
-def test_a_task_server_takes_the_flags_thread_spinning(monkeypatch):
-    cfg = _flags_config('--job_name=ps', '--task_index=0', '--ps_hosts=127.0.0.1:2001',
-                        '--worker_hosts=127.0.0.1:2002', '--nothread_spinning')
-    assert not cfg.device.thread_spinning
-    default = testing.small_config(cluster=dict(HOSTS, job_name='worker', task_index=0))
-    for config, disabled in ((cfg, True), (default, False)):
-        monkeypatch.setattr(session, '_process_thread_pools', [])  # each a process of its own
-        assert task.server_proto(config).experimental.disable_thread_spinning == disabled
-
-
-def test_batched_reads_turn_grpc_experiments_on_in_a_cluster_task_only():
-    on = testing.replace(testing.small_config(), 'cluster', job_name='ps', task_index=0,
-                         grpc_batched_reads=True, **HOSTS)
-    names = ','.join(config_lib.GRPC_BATCHED_READS)
-    assert names == 'tcp_rcv_lowat,tcp_frame_size_tuning'
-    assert cli.runtime_environment(on, {}) == {'GRPC_EXPERIMENTS': names}
-    # The user's own experiments stay, and none is named twice.
-    assert cli.runtime_environment(on, {'GRPC_EXPERIMENTS': '-event_engine_client,tcp_rcv_lowat'}
-                                   ) == {'GRPC_EXPERIMENTS': '-event_engine_client,tcp_rcv_lowat,'
-                                                             'tcp_frame_size_tuning'}
-    assert cli.runtime_environment(on, {'GRPC_EXPERIMENTS': names}) == {}
-    assert config_lib.with_batched_reads('') == names
-    assert config_lib.with_batched_reads(names + ',x') is None
-    assert 'GRPC_EXPERIMENTS' not in cli.runtime_environment(
-        testing.replace(on, 'cluster', grpc_batched_reads=False), {})
-    with pytest.raises(config_lib.ConfigError, match='--grpc_batched_reads sets the gRPC of a '
-                       "cluster's tasks; one process has none"):
-        config_lib.ClusterConfig(grpc_batched_reads=True)
-
-
-_FORKED_SERVER = r'''
-import os, sys
-import tensorflow.compat.v1 as tf
-pid = os.fork()
-if pid == 0:  # as a forked task: TensorFlow imported before, the variable set after
-    os.environ['GRPC_EXPERIMENTS'] = 'tcp_rcv_lowat'
-    tf.train.Server.create_local_server()
-    sys.stderr.flush()
-    os._exit(0)
-os.waitpid(pid, 0)
-'''
-
-
-def test_grpc_reads_its_experiments_at_first_use_after_import_and_fork():
-    # What lets a task forked from the forkserver (TensorFlow imported long before) and a
-    # task started anew both take --grpc_batched_reads from cli.runtime_environment.
-    env = dict(os.environ, GRPC_VERBOSITY='debug', TF_CPP_MIN_LOG_LEVEL='0')
-    env.pop('GRPC_EXPERIMENTS', None)
-    proc = subprocess.run([sys.executable, '-c', _FORKED_SERVER], capture_output=True,
-                          text=True, timeout=120, env=env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert re.search(r'gRPC experiments: [^;]*tcp_rcv_lowat:on', proc.stderr), proc.stderr[-2000:]

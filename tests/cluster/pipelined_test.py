@@ -1,7 +1,7 @@
-"""The pipelined push-pull (--ps_pipeline_bytes): each variable, or chunk of a large one, is
-pushed, applied and pulled back on its own, in the step or (--ps_background_pulls) in a thread of
-the worker's, and (--ps_push_priority) pushed from threads of its own, or (--ps_pull_clock)
-each push paced by a pull; the training is the same as the whole step's."""
+"""The chunked ps transfers (--ps_transfer): each variable, or chunk of a large one, is pushed,
+applied and pulled back on its own, in the step or (background) in a thread of the worker's, and
+(priority) pushed from threads of its own, or (pull_clocked, the default) each push paced by a
+pull; the training is the same as the whole step's."""
 import collections
 
 import pytest
@@ -23,30 +23,29 @@ def _run(tmp_path, *args):
     return summary
 
 
-def test_every_pipelined_transfer_trains_as_the_whole_step_does(tmp_path):
-    whole = _run(tmp_path)
+def test_every_chunked_transfer_trains_as_the_whole_step_does(tmp_path):
+    whole = _run(tmp_path, '--ps_transfer=whole_step')
     # 4 MiB chunks: the vector travels as 4 masters spread over the 2 ps tasks.
-    pipelined = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20))
-    background = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls')
+    chunks = '--ps_chunk_bytes=%d' % (4 << 20)
+    pipelined = _run(tmp_path, '--ps_transfer=pipelined', chunks)
+    background = _run(tmp_path, '--ps_transfer=background', chunks)
     # Priority pushes, two senders (an 8 MiB window) to each ps task.
-    priority = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls',
-                    '--ps_push_priority', '--ps_pipeline_window=%d' % (8 << 20))
-    # The same with each ps task's two chunks pushed together (--ps_push_fusion_bytes).
-    fused = _run(tmp_path, '--ps_pipeline_bytes=%d' % (4 << 20), '--ps_background_pulls',
-                 '--ps_push_priority', '--ps_pipeline_window=%d' % (8 << 20),
-                 '--ps_push_fusion_bytes=%d' % (8 << 20))
+    priority = _run(tmp_path, '--ps_transfer=priority', chunks,
+                    '--ps_window_bytes=%d' % (8 << 20))
+    # The same with each ps task's two chunks pushed together (--ps_group_bytes).
+    grouped = _run(tmp_path, '--ps_transfer=priority', chunks, '--ps_window_bytes=%d' % (8 << 20),
+                   '--ps_group_bytes=%d' % (8 << 20))
     # Pull-clocked, 2 MiB chunks: four on each ps task's chain, so two wait for pulls.
-    clocked = _run(tmp_path, '--ps_pipeline_bytes=%d' % (2 << 20), '--ps_pull_clock')
-    # Tapered: each ps task's chain 512 KiB, 1 MiB, 2 MiB chunks ... 1 MiB, 512 KiB.
-    tapered = _run(tmp_path, '--ps_pipeline_bytes=%d' % (2 << 20), '--ps_pull_clock',
-                   '--ps_pipeline_taper_bytes=%d' % (512 << 10))
-    runs = (whole, pipelined, background, priority, fused, clocked, tapered)
+    clocked = _run(tmp_path, '--ps_transfer=pull_clocked', '--ps_chunk_bytes=%d' % (2 << 20))
+    # The default: pull-clocked, 256 KiB chunks, 32 on each ps task's chain.
+    default = _run(tmp_path)
+    runs = (whole, pipelined, background, priority, grouped, clocked, default)
     for summary in runs:
         assert [t['global_step'] for t in summary['tasks']] == [5, 5]
         assert summary['dropped_gradients'] == 0
     sums = [t['variables_checksum'] for s in runs for t in s['tasks']]
     assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])
-    for summary in (pipelined, tapered):  # each ps task holds half the vector
+    for summary in (pipelined, default):  # each ps task holds half the vector
         loads = summary['tasks'][0]['variable_bytes_by_device']
         assert sorted(loads.values()) == [8 << 20, 8 << 20]
 
@@ -66,7 +65,7 @@ def _recvs_by_sender(path):
 def test_a_pulled_chunk_costs_two_transfers_its_push_and_its_pull(tmp_path):
     # 16 chunks of 1 MiB over 2 ps tasks. Each chunk's token, and its control edge into the
     # worker's copies, were transfers of their own beside the pull: 3 to 4 a chunk.
-    _run(tmp_path, '--ps_pipeline_bytes=%d' % (1 << 20), '--ps_pull_clock',
+    _run(tmp_path, '--ps_chunk_bytes=%d' % (1 << 20),
          '--partitioned_graph_file_prefix=%s' % (tmp_path / 'w{task}.pbtxt'))
     for task in (0, 1):
         partitions = {p.name.split('_device')[0].split('_job_', 1)[1]: _recvs_by_sender(p)

@@ -113,16 +113,12 @@ def test_a_transfer_spec_sizes_a_pipelined_transfers_chunks_and_window():
     priority = link_jobs.PRIORITY + '@256k/128k'
     args = link_jobs.transfer_args(priority)
     assert args[:-2] == link_jobs.TRANSFERS[link_jobs.PRIORITY]
-    assert args[-2:] == ['--ps_pipeline_bytes=262144', '--ps_pipeline_window=131072']
+    assert args[-2:] == ['--ps_chunk_bytes=262144', '--ps_window_bytes=131072']
     assert link_jobs.transfer_args(link_jobs.PIPELINED + '@1m')[-1] == (
-        '--ps_pipeline_bytes=1048576')
+        '--ps_chunk_bytes=1048576')
     assert link_jobs.transfer_label(priority) == (
         'background priority, 256k chunks, 128k window')
     assert link_jobs.transfer_label(link_jobs.IN_TURN) == 'in turn'
-    tapered = link_jobs.PULL_CLOCKED + '@64k-1m'
-    assert link_jobs.transfer_args(tapered)[-2:] == ['--ps_pipeline_taper_bytes=65536',
-                                                     '--ps_pipeline_bytes=1048576']
-    assert link_jobs.transfer_label(tapered) == 'pull-clocked, 64k-1m chunks'
     assert link_jobs.transfer_args(priority + '+256k')[-3:] == args[-2:] + [
         '--layer_slice_bytes=262144']
     assert link_jobs.transfer_args(link_jobs.IN_TURN + '+1m')[-1] == (
@@ -131,7 +127,8 @@ def test_a_transfer_spec_sizes_a_pipelined_transfers_chunks_and_window():
         'background priority, 256k chunks, 128k window, 256k layer slices')
     for spec, names in (('in turn@256k', "'in turn' sends no chunks"), ('pipelined@lots', 'lots'),
                         ('pipelines', 'unknown'), ('pipelined+thin', 'thin'),
-                        ('pipelined@wide-1m', 'wide')):
+                        ('pull-clocked@64k-1m', 'tapered chunks were retired'),
+                        ('pull-clocked@1m/1m', "'pull-clocked' sends no window")):
         with pytest.raises(ValueError, match=names):
             link_jobs.transfer_args(spec)
     with pytest.raises(app.UsageError, match="--transfers: transfer 'pipelines': unknown"):
@@ -151,7 +148,7 @@ def test_rows_and_plot_paths():
                                         transfers=[link_jobs.PIPELINED], link_options=cubic)
     labels, num_ps, num_workers, args, rate = row.args
     assert (labels['transfer'], num_ps, num_workers, rate) == ('pipelined', 3, 2, '1gbit')
-    assert '--ps_pipeline_bytes=524288' in args
+    assert args[-2:] == ['--ps_transfer=pipelined', '--ps_chunk_bytes=524288']
     assert row.keywords == {'link_options': cubic, 'colocate_ps': False}
     # A ps beside each worker: as many ps tasks as workers, on the workers' hosts.
     rows = links_study.modes_rows('null_dense', '1gbit', [2, 4], 2, 1, names=['colocated', 'ps'])
@@ -332,9 +329,9 @@ def test_modes_and_precision_run_a_tiny_job_each(tmp_path, links_available):
 def test_extra_tfhp_flags_reach_every_job_and_name_its_record():
     [row] = links_study.modes_rows('null_dense', '1gbit', [2], 2, 1, names=['pipelined'])
     assert links_study.with_flags([row], []) == [row]
-    [flagged] = links_study.with_flags([row], ['--nothread_spinning'])
+    [flagged] = links_study.with_flags([row], ['--ps_chunk_bytes=1048576'])
     labels, _, _, args, _ = flagged.args
-    assert args == list(row.args[3]) + ['--nothread_spinning']
-    assert labels['tfhp_flags'] == ['--nothread_spinning']
-    assert labels['label'] == row.args[0]['label'] + ', --nothread_spinning'
+    assert args == list(row.args[3]) + ['--ps_chunk_bytes=1048576']
+    assert labels['tfhp_flags'] == ['--ps_chunk_bytes=1048576']
+    assert labels['label'] == row.args[0]['label'] + ', --ps_chunk_bytes=1048576'
     assert flagged.keywords == row.keywords

@@ -1,12 +1,13 @@
-"""The pipelined push-pull sends one chunk at a time to each ps task, each task on a chain of
-its own: a chunk waits for the last one sent to the same task, never for another task's; with a
-window of bytes (--ps_pipeline_window) for the last one beyond it; pull-clocked
-(--ps_pull_clock) for the pull of the one two before it in its chain."""
+"""The chunked transfers send one chunk at a time to each ps task, each task on a chain of its
+own: a chunk waits for the last one sent to the same task, never for another task's; with a
+window of bytes (--ps_window_bytes) for the last one beyond it; pull-clocked
+(--ps_transfer=pull_clocked) for the pull of the one two before it in its chain."""
 import pytest
 import tensorflow.compat.v1 as tf
 
 from tfhp.ops import barriers
 from tfhp.replication import sync_replicas
+from tfhp.replication import transfers
 
 WORKER = '/job:worker/task:0/device:CPU:0'
 PS = ['/job:ps/task:%d/device:CPU:0' % k for k in range(2)]
@@ -23,8 +24,9 @@ def _gates(num_ps=2, window_bytes=0):
                 variables.append(tf.Variable(tf.zeros([3]), name='v%d' % i))
         with tf.device(WORKER):
             grads = [tf.ones([3]) * (i + 1) for i in range(4)]
-        sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True,
-                                          window_bytes=window_bytes)
+        sync = sync_replicas.SyncReplicas(
+            None, WORKER, 1, 1, is_chief=False,
+            transfer=transfers.make('pipelined', window_bytes=window_bytes))
         sync.apply_worker_gradients(list(zip(grads, variables)),
                                     lambda: tf.train.GradientDescentOptimizer(1.0), global_step)
         applies = {}
@@ -65,8 +67,8 @@ def test_a_pull_clocked_push_waits_for_the_pull_two_before_it_in_its_chain():
         def pull(var, token):
             with tf.device(WORKER):
                 return tf.identity(token, name='pull_' + var.op.name)
-        sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True,
-                                          pull_clock=True)
+        sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False,
+                                          transfer=transfers.make('pull_clocked'))
         sync.apply_worker_gradients(list(zip(grads, variables)),
                                     lambda: tf.train.GradientDescentOptimizer(1.0), global_step,
                                     after_each=pull)
@@ -85,14 +87,17 @@ def test_a_pull_clocked_push_waits_for_the_pull_two_before_it_in_its_chain():
                      0: ['pull_v4']}
 
 
-def test_pull_clock_needs_the_pipelined_chain_one_push_at_a_time():
-    with pytest.raises(ValueError, match='pull_clock .* no window_bytes'):
-        sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=False, per_variable=True,
-                                   window_bytes=24, pull_clock=True)
+def test_a_transfer_refuses_a_size_its_row_does_not_take():
+    with pytest.raises(ValueError, match='--ps_window_bytes=24 does not apply to '
+                                         '--ps_transfer=pull_clocked'):
+        transfers.make('pull_clocked', window_bytes=24)
+    with pytest.raises(ValueError, match='--ps_transfer=background needs every worker'):
+        sync_replicas.SyncReplicas(None, WORKER, 1, 2, is_chief=False,
+                                   transfer=transfers.make('background'))
 
 
-@pytest.mark.parametrize('pull_clock', [False, True])
-def test_a_pipelined_step_says_the_global_step_it_made_before_the_chief_moves_it(pull_clock):
+@pytest.mark.parametrize('name', ['pipelined', 'pull_clocked'])
+def test_a_pipelined_step_says_the_global_step_it_made_before_the_chief_moves_it(name):
     # The chief releases each variable's tokens, then moves the global step once all are out:
     # a worker whose step ended in between read the step before and ran one step more than
     # the others, alone, until its peers gave it up (2 jobs of 108, 3 ps at 1 Gbit/s).
@@ -100,8 +105,8 @@ def test_a_pipelined_step_says_the_global_step_it_made_before_the_chief_moves_it
         global_step = tf.train.get_or_create_global_step()
         variables = [tf.Variable(tf.zeros([3]), name='v%d' % i) for i in range(3)]
         grads = [tf.ones([3]) for _ in variables]
-        sync = sync_replicas.SyncReplicas(None, '', 1, 1, is_chief=False, per_variable=True,
-                                          pull_clock=pull_clock)
+        sync = sync_replicas.SyncReplicas(None, '', 1, 1, is_chief=False,
+                                          transfer=transfers.make(name))
         update = sync.apply_worker_gradients(
             list(zip(grads, variables)), lambda: tf.train.GradientDescentOptimizer(1.0),
             global_step)
@@ -118,7 +123,7 @@ def test_a_pipelined_step_says_the_global_step_it_made_before_the_chief_moves_it
             assert (made, sess.run(global_step)) == (1, 0)
 
 
-def _reads_global_step_before_a_push(replicas_to_aggregate, **options):
+def _reads_global_step_before_a_push(replicas_to_aggregate, name):
     """Whether any push (an accumulator's apply) of a 2-replica step waits for a read of the
     global step."""
     with tf.Graph().as_default():
@@ -128,7 +133,7 @@ def _reads_global_step_before_a_push(replicas_to_aggregate, **options):
         with tf.device(WORKER):
             grads = [tf.ones([3]) * (i + 1) for i in range(2)]
         sync = sync_replicas.SyncReplicas(None, WORKER, replicas_to_aggregate, 2,
-                                          is_chief=False, **options)
+                                          is_chief=False, transfer=transfers.make(name))
         sync.apply_worker_gradients(list(zip(grads, variables)),
                                     lambda: tf.train.GradientDescentOptimizer(1.0), global_step)
         pushes = [op for op in tf.get_default_graph().get_operations()
@@ -144,10 +149,9 @@ def _reads_global_step_before_a_push(replicas_to_aggregate, **options):
             for op in seen)
 
 
-@pytest.mark.parametrize('options', [{}, {'per_variable': True},
-                                     {'per_variable': True, 'pull_clock': True}])
-def test_only_spares_make_a_push_wait_for_the_late_check(options):
+@pytest.mark.parametrize('name', ['whole_step', 'pipelined', 'pull_clocked'])
+def test_only_spares_make_a_push_wait_for_the_late_check(name):
     # With spares a gradient may be late and is counted before it leaves; without, the step
     # cannot move before it is in, so none waits for a read of the global step.
-    assert _reads_global_step_before_a_push(1, **options)
-    assert not _reads_global_step_before_a_push(2, **options)
+    assert _reads_global_step_before_a_push(1, name)
+    assert not _reads_global_step_before_a_push(2, name)

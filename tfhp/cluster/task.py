@@ -71,8 +71,7 @@ def server_proto(cfg, group_leader=''):
                                      num_intra_threads=cfg.device.num_intra_threads,
                                      num_inter_threads=session_lib.inter_op_threads(
                                          cfg.device.num_inter_threads,
-                                         pipelines.preprocesses_in_graph(cfg.data)),
-                                     thread_spinning=cfg.device.thread_spinning)
+                                         pipelines.preprocesses_in_graph(cfg.data)))
     if group_leader:
         proto.experimental.collective_group_leader = group_leader
     return proto

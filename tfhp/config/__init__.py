@@ -65,14 +65,13 @@ ALL_REDUCE_UPDATES = replication.ALL_REDUCE_UPDATES
 TRANSFER_DTYPES = replication.TRANSFER_DTYPES
 VARIABLE_CONSISTENCIES = replication.VARIABLE_CONSISTENCIES
 ReplicationConfig = replication.ReplicationConfig
+DEFAULT_RING_SUBDIVS = replication.DEFAULT_RING_SUBDIVS
 
 RunConfig = run.RunConfig
 
 JOB_NAMES = cluster.JOB_NAMES
 GRAPH_MODES = cluster.GRAPH_MODES
 STRAGGLER_MODES = cluster.STRAGGLER_MODES
-GRPC_BATCHED_READS = cluster.GRPC_BATCHED_READS
-with_batched_reads = cluster.with_batched_reads
 check_address = cluster.check_address
 ClusterConfig = cluster.ClusterConfig
 

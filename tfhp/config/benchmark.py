@@ -67,6 +67,34 @@ def _check_in_graph_replication(cfg):
                    '--save_summaries_steps do not apply')
 
 
+def _check_transfer(cfg):
+    """--ps_transfer and its sizes: where a transfer applies, then its row's own rules
+    (`tfhp.modes.check_transfer`)."""
+    cluster, strategy = cfg.cluster, cfg.replication.strategy
+    sizes = [(flag, getattr(cluster, flag)) for flag in ('ps_chunk_bytes', 'ps_window_bytes',
+                                                          'ps_group_bytes')]
+    given = ['--ps_transfer'] * bool(cluster.ps_transfer) + ['--' + f for f, v in sizes if v]
+    takes = (cluster.enabled and cluster.mode.graph_per_worker and cluster.cross_replica_sync
+             and strategy.ps_transfer)
+    if not takes:
+        errors.require(not given, '%s sets how the synchronous between-graph workers of %s '
+                       'reach the ps tasks; got %s%s', ', '.join(given),
+                       _update_flag(lambda s: s.ps_transfer), cfg.replication.variable_update,
+                       ' in one process' if not cluster.enabled else ' in one graph' if
+                       cluster.mode.one_graph else '' if cluster.cross_replica_sync else
+                       ' asynchronous')
+        return
+    try:
+        row = modes.transfer_of(strategy, cluster.ps_transfer)
+    except ValueError as e:
+        raise errors.ConfigError('--ps_transfer=%s: %s' % (cluster.ps_transfer, e)) from None
+    problem = modes.check_transfer(
+        row, strategy, *[v for _, v in sizes],
+        spares=cluster.replicas_to_aggregate not in (None, cluster.num_workers),
+        downlink=cfg.replication.downlink_compression != compression.NONE)
+    errors.require(problem is None, '%s', problem)
+
+
 def _check_cluster(cfg):
     """Cluster settings that depend on other sections (replication, run)."""
     cluster, update = cfg.cluster, cfg.replication.variable_update
@@ -79,40 +107,7 @@ def _check_cluster(cfg):
     errors.require(not cluster.partition_min_bytes or strategy.partitions,
                    '--partition_min_bytes splits parameter-server variables; it needs '
                    '%s, got %r', _update_flag(lambda s: s.partitions), update)
-    if cluster.ps_pipeline_bytes:
-        errors.require(strategy.pipelines and cluster.enabled and mode.graph_per_worker and
-                       cluster.cross_replica_sync,
-                       '--ps_pipeline_bytes pipelines the synchronous steps of %s between '
-                       'graphs (its workers keep the copies the pulls fill); got %s%s',
-                       _update_flag(lambda s: s.pipelines), update,
-                       '' if cluster.cross_replica_sync else ' asynchronous')
-    errors.require(not cluster.ps_pipeline_window or cluster.ps_pipeline_bytes,
-                   '--ps_pipeline_window=%d paces the pipelined transfer\'s pushes: it needs '
-                   '--ps_pipeline_bytes', cluster.ps_pipeline_window)
-    errors.require(not cluster.ps_pipeline_taper_bytes or
-                   cluster.ps_pipeline_taper_bytes < cluster.ps_pipeline_bytes,
-                   '--ps_pipeline_taper_bytes=%d tapers the pipelined transfer\'s chunks up to '
-                   '--ps_pipeline_bytes: it needs --ps_pipeline_bytes above it, got %d',
-                   cluster.ps_pipeline_taper_bytes, cluster.ps_pipeline_bytes)
-    if cluster.ps_background_pulls:
-        errors.require(cluster.ps_pipeline_bytes and
-                       cluster.replicas_to_aggregate in (None, cluster.num_workers) and
-                       cfg.replication.downlink_compression == compression.NONE,
-                       '--ps_background_pulls pulls the chunks of the pipelined transfer '
-                       'while every worker takes every step: it needs --ps_pipeline_bytes, '
-                       'no spares (--replicas_to_aggregate) and no --downlink_compression')
-    errors.require(not cluster.ps_pull_clock or (cluster.ps_pipeline_bytes and
-                                                  not cluster.ps_pipeline_window and
-                                                  not cluster.ps_background_pulls),
-                   '--ps_pull_clock paces the pipelined transfer one push at a time by the '
-                   'pulls of its own step: it needs --ps_pipeline_bytes, and no '
-                   '--ps_pipeline_window or --ps_background_pulls')
-    errors.require(not cluster.ps_push_fusion_bytes or cluster.ps_push_priority,
-                   '--ps_push_fusion_bytes=%d groups the priority pushes: it needs '
-                   '--ps_push_priority', cluster.ps_push_fusion_bytes)
-    errors.require(not cluster.ps_push_priority or cluster.ps_background_pulls,
-                   '--ps_push_priority sends from threads beside the step, which needs the step '
-                   'to end before its pulls: it needs --ps_background_pulls')
+    _check_transfer(cfg)
     if cfg.replication.downlink_compression != compression.NONE:
         errors.require(mode.graph_per_worker and cluster.cross_replica_sync and
                        cluster.replicas_to_aggregate in (None, cluster.num_workers),

@@ -12,20 +12,6 @@ GRAPH_MODES = modes.CLUSTER_GRAPH_MODES
 # What every stateful op of TensorFlow takes as a container name (StagingArea refuses '_').
 _CONTAINER = re.compile(r'^[A-Za-z0-9.][A-Za-z0-9.\-]*$')
 _ADDRESS = re.compile(r'^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*):([0-9]{1,5})$')
-# gRPC's experiments behind --grpc_batched_reads (its GRPC_EXPERIMENTS names): the receiver's
-# socket wakes it once the bytes of the message it reads are in (SO_RCVLOWAT), sized by the
-# transport's estimate of that message, not at every arrival.
-GRPC_BATCHED_READS = ('tcp_rcv_lowat', 'tcp_frame_size_tuning')
-
-
-def with_batched_reads(experiments):
-    """The GRPC_EXPERIMENTS value `experiments` (a comma-separated list, possibly '') with
-    GRPC_BATCHED_READS added after what it names; None when it names them all already."""
-    present = [e for e in experiments.split(',') if e]
-    missing = [e for e in GRPC_BATCHED_READS if e not in present]
-    return ','.join(present + missing) if missing else None
-
-
 def check_address(address, flag):
     """Raises ConfigError unless `address` is host:port with a port in 1..65535."""
     match = _ADDRESS.match(address)
@@ -60,27 +46,14 @@ class ClusterConfig:
       save_model_secs: the chief also checkpoints every this many seconds (None: off).
       partition_min_bytes: variables of at least this many bytes are split over the ps tasks
         in equal slices (a fixed-size partitioner); 0 never splits.
-      ps_pipeline_bytes: N > 0: pipelined push-pull (`tfhp.replication.sync_replicas`):
-        variables over N bytes are split into chunks of at most N bytes, and each variable or
-        chunk is pushed, applied and pulled back on its own; 0: every variable's update is
-        released at once (the whole step's token).
-      ps_pipeline_window: with ps_pipeline_bytes, bytes of gradients a worker may have on the
-        way to each ps task at once; 0: one chunk at a time.
-      ps_pipeline_taper_bytes: with ps_pipeline_bytes, N > 0: each chunked variable's chunks
-        grow from N bytes, doubling, to ps_pipeline_bytes and shrink back to N at its end, per
-        ps task (`tfhp.replication.partitioning.chunk_rows`); 0: equal chunks.
-      ps_background_pulls: with ps_pipeline_bytes, a step ends once its gradients are on the
-        ps tasks; the pulls run in a thread of the worker's own and each variable's reads in
-        the next step wait for its own pull only (`tfhp.replication.background_pulls`).
-      ps_push_priority: with ps_background_pulls, gradients leave in forward order among
-        those made (`tfhp.replication.priority_pushes`), ps_pipeline_window bytes on the way
-        to each ps task (0: one push at a time).
-      ps_push_fusion_bytes: with ps_push_priority, N > 0: consecutive gradients of a ps task
-        each under N bytes are pushed together, in groups of at most N bytes, one run a group
-        (`tfhp.replication.priority_pushes`); 0: one run a gradient.
-      ps_pull_clock: with ps_pipeline_bytes, no window and no background pulls, each push
-        leaves once the pull two pushes back in its chain is in, not once the ps's receipt of
-        the push before is back (`tfhp.replication.sync_replicas`).
+      ps_transfer: the `tfhp.modes.TRANSFERS` row of a synchronous between-graph job's steps
+        ('': the strategy's own, `tfhp.modes.Strategy.ps_transfer`).
+      ps_chunk_bytes: a chunked transfer's chunks: variables over this many bytes are cut
+        into chunks of at most this many (0: `tfhp.modes.DEFAULT_CHUNK_BYTES`).
+      ps_window_bytes: a transfer with a window: bytes of gradients a worker may have on the
+        way to each ps task at once; 0: one push at a time.
+      ps_group_bytes: a transfer with groups: consecutive gradients of a ps task each under
+        this many bytes are pushed together, in groups of at most this many; 0: each alone.
       linger_s: a serving task serves this many seconds more after the tasks it serves are
         done (or failed, or lost), or until a client releases it (`tfhp.reconnect`), so its
         variables outlive their client; 0: it exits at once.
@@ -92,8 +65,6 @@ class ClusterConfig:
         and evaluates as one process does, and resets the container as it ends.
       container_reset: such a client resets its container as it ends; False leaves its
         variables on the ps tasks (what the reset saves: `experiments/cluster_search.py`).
-      grpc_batched_reads: the task's gRPC runs with GRPC_BATCHED_READS on (set in its
-        environment before TensorFlow starts, `tfhp.cli.runtime_environment`).
     """
     job_name: str = ''
     task_index: int = 0
@@ -111,25 +82,19 @@ class ClusterConfig:
     step_timeout_s: float = 600.0
     save_model_secs: Optional[float] = None
     partition_min_bytes: int = 0
-    ps_pipeline_bytes: int = 0
-    ps_pipeline_window: int = 0
-    ps_pipeline_taper_bytes: int = 0
-    ps_background_pulls: bool = False
-    ps_push_priority: bool = False
-    ps_push_fusion_bytes: int = 0
-    ps_pull_clock: bool = False
+    ps_transfer: str = ''
+    ps_chunk_bytes: int = 0
+    ps_window_bytes: int = 0
+    ps_group_bytes: int = 0
     linger_s: float = 0.0
     serve_clients: bool = False
     container: str = ''
     container_reset: bool = True
-    grpc_batched_reads: bool = False
 
     def __post_init__(self):
         if not self.job_name:
             errors.require(not (self.ps_hosts or self.worker_hosts or self.controller_host),
                            '--ps_hosts/--worker_hosts/--controller_host need --job_name')
-            errors.require(not self.grpc_batched_reads, '--grpc_batched_reads sets the gRPC of '
-                           'a cluster\'s tasks; one process has none: add --job_name or drop it')
             return
         errors.require_choice(self, 'job_name', JOB_NAMES)
         errors.require(self.worker_hosts, '--job_name=%s needs --worker_hosts', self.job_name)
@@ -162,8 +127,7 @@ class ClusterConfig:
         errors.require(not bad, '--straggler_workers %s: no such worker (there are %d)', bad,
                        num_workers)
         errors.require_at_least(self, 0, 'straggler_delay_ms', 'partition_min_bytes',
-                                'ps_pipeline_bytes', 'ps_pipeline_window',
-                                'ps_pipeline_taper_bytes', 'ps_push_fusion_bytes')
+                                'ps_chunk_bytes', 'ps_window_bytes', 'ps_group_bytes')
         errors.require_choice(self, 'straggler_mode', STRAGGLER_MODES)
         errors.require_positive(self, 'peer_timeout_s', 'step_timeout_s')
         errors.require_positive(self, 'save_model_secs', optional=True)

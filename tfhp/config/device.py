@@ -19,8 +19,6 @@ class DeviceConfig:
       local_parameter_device: 'cpu' or 'gpu': where parameter-server variables live locally.
       num_intra_threads, num_inter_threads: TensorFlow thread pools; 0 lets TF choose (for
         the inter-op pool on the RecordInput path, `tfhp.session.inter_op_threads` does).
-      thread_spinning: the pools' idle threads spin before they sleep (TensorFlow's default);
-        off, they sleep at once (`tfhp.session.config_proto`).
       mkl: export the Intel OpenMP settings below (KMP_BLOCKTIME, KMP_SETTINGS, KMP_AFFINITY,
         and OMP_NUM_THREADS from num_intra_threads) before TensorFlow starts, as
         tf_cnn_benchmarks does; they act only on a build whose oneDNN runs on OpenMP.
@@ -33,7 +31,6 @@ class DeviceConfig:
     local_parameter_device: str = 'cpu'
     num_intra_threads: int = 0
     num_inter_threads: int = 0
-    thread_spinning: bool = True
     mkl: bool = False
     kmp_blocktime: int = KMP_DEFAULTS['kmp_blocktime']
     kmp_settings: int = KMP_DEFAULTS['kmp_settings']

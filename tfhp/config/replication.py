@@ -16,6 +16,13 @@ TRANSFER_DTYPES = ('float32', 'float16', 'bfloat16')
 VARIABLE_CONSISTENCIES = ('strong', 'relaxed')
 
 
+# The collective ring's chunks in flight when --collective_subdivs is left out. Perf: 4 took
+# the 2-worker ring from 1.52 to 1.23 times the duplex bound and 6 workers from 1.70 to 1.51,
+# 4 workers unchanged (null_dense, 1 Gbit/s; docs/results.md, "More chunks in flight on the
+# ring", 5556c7a).
+DEFAULT_RING_SUBDIVS = 4
+
+
 @dataclasses.dataclass(frozen=True)
 class ReplicationConfig:
     """How variables are placed and gradients aggregated across towers.
@@ -38,7 +45,8 @@ class ReplicationConfig:
       collective_subdivs: > 0: the ring of the workers' collective all-reduce splits each
         worker's share of a tensor into at most this many chunks in flight
         (CollectiveReduceV2's max_subdivs_per_device); 0: TensorFlow's choice (chunks of at
-        most 4 MB).
+        most 4 MB); None: DEFAULT_RING_SUBDIVS where the strategy's row has
+        worker_all_reduce (`ring_subdivs`).
       gradient_transfer_dtype: cast float32 gradients to this dtype for the all-reduce, or, in
         a between-graph job, for sending them to the ps (or the other workers); the older
         spelling of gradient_compression's 16-bit schemes.
@@ -68,7 +76,7 @@ class ReplicationConfig:
     agg_small_grads_max_bytes: int = 0
     agg_small_grads_max_group: int = 10
     fusion_bucket_bytes: int = 0
-    collective_subdivs: int = 0
+    collective_subdivs: Optional[int] = None
     gradient_transfer_dtype: str = 'float32'
     gradient_compression: str = compression.NONE
     compression_fraction: Optional[float] = None
@@ -123,6 +131,15 @@ class ReplicationConfig:
         return '--gradient_compression'
 
     @property
+    def ring_subdivs(self):
+        """The workers' collective ring's chunks in flight (`collective_subdivs`, resolved):
+        DEFAULT_RING_SUBDIVS unless given; 0 (TensorFlow's choice) for a strategy without
+        the ring."""
+        if not self.strategy.worker_all_reduce:
+            return 0
+        return DEFAULT_RING_SUBDIVS if self.collective_subdivs is None else self.collective_subdivs
+
+    @property
     def strategy(self):
         """The `tfhp.modes.Strategy` of --variable_update: what it supports."""
         return modes.strategy(self.variable_update)
@@ -145,8 +162,9 @@ class ReplicationConfig:
             except ValueError as e:
                 raise errors.ConfigError('--%s' % e) from None
         errors.require_at_least(self, 0, 'gradient_repacking', 'agg_small_grads_max_bytes',
-                                'fusion_bucket_bytes', 'collective_subdivs')
-        errors.require(not self.collective_subdivs or self.strategy.worker_all_reduce,
+                                'fusion_bucket_bytes')
+        errors.require_at_least(self, 0, 'collective_subdivs', optional=True)
+        errors.require(self.collective_subdivs is None or self.strategy.worker_all_reduce,
                        '--collective_subdivs sets the ring of the workers\' collective '
                        'all-reduce: it needs --variable_update in %s, got %r',
                        ', '.join(modes.names(lambda s: s.worker_all_reduce)),

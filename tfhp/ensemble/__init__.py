@@ -161,8 +161,7 @@ def build(cfg, checkpoints):
     proto = session_lib.config_proto(
         num_cpu_devices=len(paths) if cfg.device.device == 'cpu' else 1,
         num_intra_threads=cfg.device.num_intra_threads,
-        num_inter_threads=cfg.device.num_inter_threads,
-        thread_spinning=cfg.device.thread_spinning)
+        num_inter_threads=cfg.device.num_inter_threads)
     return Ensemble(graph=graph, checkpoints=paths, devices=members.tower_devices,
                     images=images, labels=labels, member_probabilities=probabilities,
                     probabilities=mean, correct=correct, savers=savers, init=init,

@@ -18,6 +18,7 @@ from tfhp.replication import partitioning
 from tfhp.replication import replicated
 from tfhp.replication import staleness
 from tfhp.replication import sync_replicas
+from tfhp.replication import transfers
 
 
 WorkerProtocol = collections.namedtuple('WorkerProtocol', [
@@ -98,14 +99,20 @@ def _make_manager(replication_config, topology, cluster_config, remedies):
     packer = _packer(replication_config)
     fused = dict(packer=packer) if packer else {}
     # And max_subdivs= (--collective_subdivs), also for a row with worker_all_reduce only.
-    subdivs = replication_config.collective_subdivs
+    subdivs = replication_config.ring_subdivs
     ring = dict(max_subdivs=subdivs) if subdivs else {}
     # And downlink= (--downlink_compression), for a row with downlink_deltas only.
     deltas = replication_config.downlink_compressor()
     downlink = dict(downlink=downlink_lib.Downlink(deltas)) if deltas else {}
+    # And transfer= (--ps_transfer and its sizes, or the row's own), for a synchronous job of
+    # a row with a ps_transfer only.
+    row = modes.transfer_of(replication_config.strategy, cluster_config.ps_transfer)
+    transfer = dict(transfer=transfers.make(
+        row.name, cluster_config.ps_chunk_bytes, cluster_config.ps_window_bytes,
+        cluster_config.ps_group_bytes)) if row and topology.synchronous else {}
     return _build(GRAPH_PER_WORKER, name, 'between graphs', topology, cluster_config,
                   replication_config.compressor(), remedies,
-                  **staged, **fused, **ring, **downlink)
+                  **staged, **fused, **ring, **downlink, **transfer)
 
 
 def _build(builders, name, where, *args, **kwargs):
@@ -130,21 +137,20 @@ def _independent(cfg, topology):
     return independent.Independent(topology.tower_devices)
 
 
-def _sync(topology, cluster, compressor):
-    """SyncReplicas(placement) for synchronous steps between workers, or None (asynchronous)."""
+def _sync(topology, cluster, compressor, transfer):
+    """SyncReplicas(placement) for synchronous steps between workers through `transfer`, or
+    None (asynchronous)."""
     if not topology.synchronous:
         return None
     return functools.partial(
         sync_replicas.SyncReplicas, worker_device=topology.input_device,
         replicas_to_aggregate=cluster.replicas_to_aggregate or topology.num_workers,
         num_replicas=topology.num_workers, is_chief=topology.is_chief,
-        compressor=compressor, per_variable=bool(cluster.ps_pipeline_bytes),
-        timeout_s=cluster.step_timeout_s, window_bytes=cluster.ps_pipeline_window,
-        priority=cluster.ps_push_priority, pull_clock=cluster.ps_pull_clock,
-        fusion_bytes=cluster.ps_push_fusion_bytes)
+        compressor=compressor, timeout_s=cluster.step_timeout_s, transfer=transfer)
 
 
-def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False):
+def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False,
+                      transfer=None):
     worker = topology.input_device
     placement = parameter_server.ParameterServer(topology.tower_devices,
                                                  topology.variable_devices,
@@ -153,21 +159,19 @@ def _between_graph_ps(topology, cluster, compressor, remedies, staged_vars=False
     if cluster.partition_min_bytes and len(topology.variable_devices) > 1:
         placement = partitioning.Partitioned(placement, len(topology.variable_devices),
                                              cluster.partition_min_bytes)
-    sync = _sync(topology, cluster, compressor)
+    sync = _sync(topology, cluster, compressor, transfer)
     if sync:
         return sync(placement)
     return async_replicas.AsyncReplicas(placement, worker, compressor, **remedies)
 
 
-def _distributed_replicated(topology, cluster, compressor, remedies, downlink=None):
+def _distributed_replicated(topology, cluster, compressor, remedies, downlink=None,
+                            transfer=None):
     del remedies  # Asynchronous copies measure no staleness (modes: staleness is False).
-    sync = _sync(topology, cluster, compressor)
+    sync = _sync(topology, cluster, compressor, transfer)
     return distributed_replicated.DistributedReplicated(
         topology.tower_devices, topology.variable_devices, topology.input_device,
-        sync=sync(None) if sync else None, compressor=compressor,
-        pipeline_bytes=cluster.ps_pipeline_bytes, downlink=downlink,
-        background_pulls=cluster.ps_background_pulls,
-        taper_bytes=cluster.ps_pipeline_taper_bytes)
+        sync=sync(None) if sync else None, compressor=compressor, downlink=downlink)
 
 
 def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None,
@@ -183,7 +187,7 @@ def _collective_all_reduce(topology, cluster, compressor, remedies, packer=None,
 # strategies of `tfhp.modes.STRATEGIES` whose one_graph / graph_per_worker is true (a test
 # checks both agree). One graph: builder(replication_config, topology). A graph per worker:
 # builder(topology, cluster_config, compressor or None, staleness remedies[, staged_vars=True]
-# [, packer=plan_fn][, downlink=Downlink]).
+# [, packer=plan_fn][, downlink=Downlink][, transfer=a tfhp.replication.transfers object]).
 ONE_GRAPH = {
     'parameter_server': _parameter_server,
     'replicated': _replicated,
@@ -211,7 +215,8 @@ def register_strategy(row, one_graph=None, graph_per_worker=None):
         staged_reads also gets staged_vars=True under --staged_vars, one with
         worker_all_reduce packer=plan_fn under --fusion_bucket_bytes (`packing.buckets`) and
         max_subdivs=N under --collective_subdivs, and
-        one with downlink_deltas downlink=`downlink.Downlink` under --downlink_compression.
+        one with downlink_deltas downlink=`downlink.Downlink` under --downlink_compression,
+        and one with a ps_transfer transfer= (`transfers.make`) when synchronous.
     Raises:
       ValueError: a builder the row calls for is missing (or one it does not), or the name is
         taken.

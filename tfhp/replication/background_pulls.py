@@ -1,9 +1,9 @@
 """Background pulls: the next forward pass starts on the variables already back (P3's order).
 
-In the pipelined push-pull (`--ps_pipeline_bytes`) a worker's step ends with its last pull, so
+In the pipelined push-pull (`--ps_transfer=pipelined`) a worker's step ends with its last pull, so
 the next forward pass waits for every chunk and the compute adds to the transfer (lenet at
 1 Gbit/s: 1.47-1.50 times max(compute, communication)). With background pulls
-(`--ps_background_pulls`):
+(`--ps_transfer=background`, `transfers.Background`):
   - the step ends once the chief has applied it (a token of the global step's), not after the
     last pull, and each gradient leaves as soon as it exists;
   - a thread of the worker (`SyncReplicas`'s hook) pulls each variable, or chunk, as soon as

@@ -7,16 +7,15 @@ wait for the step token is the cross-replica barrier before the refresh; asynchr
 worker applies its mean to the masters and refreshes at once. The masters carry the canonical
 names, so checkpoints are interchangeable with `parameter_server`'s.
 
-Pipelined (`pipeline_bytes` > 0, synchronous only): variables over that many bytes are cut
-into chunks (`partitioning.chunk_rows`: equal, or tapered to `taper_bytes` at both ends; each
-chunk a master of its own, spread over the ps tasks), the sync protocol releases each master
-on its own (`SyncReplicas(per_variable)`) and each copy is refreshed as soon as its master is:
-pulls overlap the pushes still on the wire.
+Chunked transfers (`sync.transfer`'s row is chunked, `tfhp.replication.transfers`): variables
+over its chunk_bytes are cut into equal chunks (`partitioning.chunk_rows`; each chunk a master
+of its own, spread over the ps tasks), the sync protocol releases each master on its own and
+each copy is refreshed as soon as its master is: pulls overlap the pushes still on the wire.
 Checkpoints keep the canonical names (a chunked master is saved as slices of one variable).
 
-Background pulls (`background_pulls`, pipelined only): the step ends once the chief has applied
-it, not after the last pull; the pulls run in a thread of their own, and each copy's reads in
-the next step wait for its own pull only (`tfhp.replication.background_pulls`).
+Background pulls (a transfer whose row has background_pulls): the step ends once the chief has
+applied it, not after the last pull; the pulls run in a thread of their own, and each copy's
+reads in the next step wait for its own pull only (`tfhp.replication.background_pulls`).
 
 Compressed downlink deltas (`downlink`, synchronous only): the copies are moved by the
 compressed deltas the chief publishes after each apply (`tfhp.replication.downlink`), not
@@ -31,6 +30,7 @@ that op, instead of applying gradients computed on zeros.
 """
 import tensorflow.compat.v1 as tf
 
+from tfhp import modes
 from tfhp.ops import scopes
 from tfhp.ops import session_hooks
 from tfhp.replication import background_pulls as background_pulls_lib
@@ -49,46 +49,35 @@ class DistributedReplicated(base.VariableManager):
       tower_devices: this worker's tower devices.
       variable_devices: the ps tasks' devices (masters).
       worker_device: this worker's CPU.
-      sync: a `SyncReplicas` (placement None) for synchronous steps; None: asynchronous.
+      sync: a `SyncReplicas` (placement None) for synchronous steps, whose transfer also
+        says how the copies are pulled (module doc); None: asynchronous.
       compressor: the `tfhp.compression` scheme its gradients cross the network in (None:
         as they are).
-      pipeline_bytes: > 0: the pipelined transfer with chunks of at most this many bytes (see
-        the module doc; `sync` must release each variable on its own); 0: the whole step.
-      taper_bytes: with pipeline_bytes, > 0: each chunked variable's chunks grow from this
-        size at its start and shrink back to it at its end, per ps task (`chunk_rows`); 0:
-        equal chunks.
       downlink: a `tfhp.replication.downlink.Downlink`: the copies follow compressed deltas
         (needs `sync`, with every replica in each step); None: they copy the masters.
-      background_pulls: pull in a thread of the worker's own, each copy's reads waiting for
-        its own pull (needs pipeline_bytes and copies of the masters, not deltas).
     """
 
     def __init__(self, tower_devices, variable_devices, worker_device, sync=None,
-                 compressor=None, pipeline_bytes=0, downlink=None, background_pulls=False,
-                 taper_bytes=0):
+                 compressor=None, downlink=None):
         if downlink is not None and sync is None:
             raise ValueError('compressed downlink deltas need synchronous steps: every worker '
                              'must apply every delta')
-        if background_pulls and not (pipeline_bytes and sync and downlink is None):
-            raise ValueError('background pulls need the synchronous pipelined transfer '
-                             '(pipeline_bytes) and copies of the masters (no downlink)')
-        if taper_bytes and not 0 < taper_bytes < pipeline_bytes:
-            raise ValueError('tapered chunks start below the chunks\' size: taper_bytes=%d needs '
-                             'pipeline_bytes above it, got %d' % (taper_bytes, pipeline_bytes))
+        row = sync.transfer.row if sync else None
+        problem = row and modes.check_transfer(row, None, downlink=downlink is not None)
+        if problem:
+            raise ValueError(problem)
         self._placer = device_setters.GreedyByBytes(variable_devices)
-        self._pipelined = bool(pipeline_bytes)
-        self._tapered = bool(taper_bytes)
+        self._pipelined = bool(row and row.chunked)
         self._copies = master_copies.MasterCopies(
             tower_devices, device_setters.variables_on(self._placer, worker_device),
-            slicing=partitioning.chunks_of(pipeline_bytes, taper_bytes,
-                                           repeats=len(variable_devices))
-            if pipeline_bytes else None)
+            slicing=partitioning.chunks_of(sync.transfer.chunk_bytes)
+            if self._pipelined else None)
         self._worker_device = worker_device
         self._sync = sync
         self._compressor = compressor
         self._downlink = downlink
         self._ready = (background_pulls_lib.ReadyQueues(worker_device, len(tower_devices))
-                       if background_pulls else None)
+                       if row and row.background_pulls else None)
 
     @property
     def placer(self):
@@ -106,8 +95,6 @@ class DistributedReplicated(base.VariableManager):
         return self._sync.counters() if self._sync else {}
 
     def apply_gradients(self, tower_grads, optimizer_fn, global_step):
-        if self._tapered:
-            _check_dense(tower_grads[0])
         filled = init_flag.InitFlag(
             self._worker_device, 'tower_copies_filled', 'fill_tower_copies',
             'the tower copies of this worker were never filled from the masters: run the op '
@@ -206,12 +193,3 @@ def _read_after(master, after):
     with tf.control_dependencies([after] if after is not None else []):
         return master.read_value()
 
-
-def _check_dense(grads_and_vars):
-    """Raises ValueError naming a chunk with a sparse gradient: a tapered variable's chunks
-    differ in size, and embedding_lookup's 'div' strategy reads slices as if equal."""
-    for grad, var in grads_and_vars:
-        sliced = var._get_save_slice_info() is not None  # pylint: disable=protected-access
-        if sliced and isinstance(grad, tf.IndexedSlices):
-            raise ValueError('%s is read by a lookup (its gradient is sparse), which needs equal '
-                             'chunks: build it without a taper (taper_bytes=0)' % var.op.name)

@@ -6,9 +6,8 @@ Split along its first axis into one slice per ps, each slice is a variable of it
 greedy placer spreads, and each step's reads and updates of it are spread with it. An embedding
 looked up from a split variable gets a sparse (IndexedSlices) gradient per slice.
 
-The pipelined transfer cuts large variables into chunks of its own size (`chunk_rows`, made by
-`sliced_variable`): equal ones as TensorFlow's partitioners cut them, or tapered, small at either
-end of each ps task's chain and large between, which a partitioner cannot express.
+A chunked ps transfer cuts large variables into chunks of its own size (`chunk_rows`, made by
+`sliced_variable`), as TensorFlow's partitioners cut them.
 """
 import contextlib
 
@@ -34,37 +33,16 @@ def split_large_variables(num_shards, min_bytes):
     return getter
 
 
-def chunk_rows(num_rows, row_bytes, max_bytes, taper_bytes=0, repeats=1):
+def chunk_rows(num_rows, row_bytes, max_bytes):
     """The rows of each chunk of a variable of num_rows rows (of row_bytes each) cut along
-    axis 0 into chunks of at most max_bytes (a pipelined transfer's), at least a row each.
-
-    Without a taper the chunks are equal (as TensorFlow's partitioners cut). taper_bytes > 0
-    tapers both ends: `repeats` chunks of taper_bytes, `repeats` of twice that, and so on below
-    max_bytes, the middle in chunks of max_bytes, and the same steps mirrored at the end.
-    Greedy placement by bytes deals each group of equal chunks one to a ps task, so with
-    repeats = the ps tasks each task's chain starts and ends with a small chunk: its first
-    apply waits for little and its last pull carries little, while the chunks between are as
-    large as allowed and so few (each costs the runtime its messages and a variable's ops).
-    """
+    axis 0 into as few chunks of at most max_bytes as can be (a chunked transfer's), at least a
+    row each, equal but for one row (as TensorFlow's partitioners cut)."""
     max_rows = max(1, max_bytes // row_bytes)
-    head, tail, left = [], [], num_rows
-    rows = max(1, taper_bytes // row_bytes) if taper_bytes else max_rows
-    while rows < max_rows and left:
-        for _ in range(repeats):
-            for end in (head, tail):
-                take = min(rows, left)
-                if take:
-                    end.append(take)
-                    left -= take
-        rows *= 2
-    count = -(-left // max_rows)
-    if taper_bytes:  # a multiple of repeats, so the loads stay level for the tail's deal
-        count = -(-count // repeats) * repeats
-    middle = [left // count + (i < left % count) for i in range(count)] if left else []
-    return head + middle + tail[::-1]
+    count = -(-num_rows // max_rows)
+    return [num_rows // count + (i < num_rows % count) for i in range(count)]
 
 
-def chunks_of(max_bytes, taper_bytes=0, repeats=1):
+def chunks_of(max_bytes):
     """slicing(shape, dtype): the rows of each chunk (`chunk_rows`) of a variable of more than
     max_bytes, None for one sent whole (a `MasterCopies` slicing)."""
     def slicing(shape, dtype):
@@ -75,7 +53,7 @@ def chunks_of(max_bytes, taper_bytes=0, repeats=1):
         row_bytes = shape[1:].num_elements() * tf.as_dtype(dtype).size
         if not row_bytes or num_rows * row_bytes <= max_bytes:
             return None
-        return chunk_rows(num_rows, row_bytes, max_bytes, taper_bytes, repeats)
+        return chunk_rows(num_rows, row_bytes, max_bytes)
     return slicing
 
 
@@ -85,7 +63,7 @@ def sliced_variable(getter, name, rows, shape, dtype=tf.float32, initializer=Non
     as its slice of the whole (the initializer told the full shape, as a partitioner's is) and
     saved as that slice of one variable `name`, so checkpoints hold the variable whole.
 
-    A partitioner cuts equal slices only; these may differ (a tapered pipelined transfer).
+    Unlike a partitioner's, the slices' rows are given, so a transfer's chunk size sets them.
 
     Raises:
       ValueError: the initializer is a value, not a function (naming the variable).

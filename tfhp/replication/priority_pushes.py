@@ -4,20 +4,20 @@ variables, among those already made (P3's and ByteScheduler's priority).
 With background pulls the next forward pass starts on its first layers as soon as their weights
 are back. Backprop makes those layers' gradients last, and the pipelined transfer's static chain
 sends them last too: behind every chunk made before them that the link has not yet carried.
-Here (`--ps_push_priority`) a gradient, once made, is copied into a buffer of the worker's and
+Here (`--ps_transfer=priority`) a gradient, once made, is copied into a buffer of the worker's and
 its index put into its ps task's *ready queue* (`_Ready`), ranked by its variable's place in the
 forward order (the order the variables are created). Sender threads of the worker (`Sender`,
 several per ps task) take, one at a time and once the task's window of bytes on the way has room
-(`--ps_pipeline_window`), the first index of the queue, whichever gradients are ready, and push
+(`--ps_window_bytes`), the first index of the queue, whichever gradients are ready, and push
 that buffer to its accumulator, tagged with the step it was made at (buffered beside it); so a
 first layer's gradient passes the later layers' chunks still waiting. The ready queue is
 Python's, filled by the step graph through a `numpy_function`: taking from it costs no run of
 the distributed runtime (a run costs about a millisecond of CPU, and, between two pushes, of
 the link's time), and a push, which is fed nothing, is run by a callable (`RunInLoops`).
 
-The step ends once its gradients are queued (`SyncReplicas`), so the next forward pass starts on
-the first layers while the later chunks still travel. With fusion bytes
-(`--ps_push_fusion_bytes`) a ps task's consecutive small gradients go as one group: one queue
+The step ends once its gradients are queued (`transfers.Priority`), so the next forward pass
+starts on the first layers while the later chunks still travel. With fusion bytes
+(`--ps_group_bytes`) a ps task's consecutive small gradients go as one group: one queue
 element and one push run, since each run costs both tasks' runtimes CPU whatever it carries. A
 buffer is overwritten only by the next step's gradient, which backprop makes after that step's
 forward pass read every variable, each read waiting for its variable's pull of this step: after
