@@ -5,6 +5,7 @@ import os
 import pytest
 
 from tfhp.emulation import profile as profile_lib
+from tfhp.prediction import placement
 from tfhp.prediction import step_model
 
 MB = 1e6
@@ -64,7 +65,6 @@ def test_the_placement_model_loads_each_ps_task_as_a_job_places_the_variables(pa
                                                                                  min_bytes):
     import tensorflow.compat.v1 as tf
     from tfhp.emulation import model as emulated
-    from tfhp.prediction import placement
     from tfhp.replication import parameter_server
     from tfhp.replication import partitioning
     profile = profile_lib.load(os.path.join(ROOT, path))
@@ -137,8 +137,7 @@ def test_the_model_reproduces_a_job_on_fair_queues_at_the_links_goodput():
     assert predicted.pull_s == pytest.approx(4 * 6659880 * 8 / 956.4e6)
 
 
-def test_the_grid_and_the_published_comparison_read_a_profile():
-    from experiments import published_scaling
+def test_the_grid_reads_a_profile_and_places_ps_tasks_beside_the_workers():
     from tfhp import predict
     profile = profile_lib.load(os.path.join(os.path.dirname(__file__), 'data',
                                             'resnet20_profile.json'))
@@ -147,11 +146,15 @@ def test_the_grid_and_the_published_comparison_read_a_profile():
     # More workers on one ps at 500 Mbit/s: each step waits longer for its weights.
     assert records[1]['step_ms'] > records[0]['step_ms'] and records[1]['efficiency'] < 1
     assert records[3]['step_ms'] < records[1]['step_ms']  # a second ps halves the busiest NIC
-    # The published comparison: compute scaled to the table's one-GPU figure, an error each.
-    dgx = next(r for r in published_scaling.RESULTS if r.system.startswith('DGX'))
-    record = published_scaling.predict(dgx, profile)
-    assert record['compute_ms'] == pytest.approx(1000 * 64 / dgx.one_gpu)
-    assert record['error'] == pytest.approx(record['predicted_speedup'] / dgx.speedup - 1)
+    # --colocate_ps: 2 ps tasks on the 4 workers' hosts; each host with a shard sends it to
+    # the 3 others, and the 2 hosts without one receive everything, as the launcher places them.
+    colocated = predict.grid(profile, [4], [2], ['500mbit'], 'parameter_server',
+                             colocate_ps=True)[0]
+    held = placement.ps_gradient_bytes(profile, 2)
+    busiest = max(sum(held), 3 * max(held))
+    assert colocated['pull_ms'] == pytest.approx(1000 * busiest * 8 / 500e6)
+    with pytest.raises(ValueError, match='--ps=2 is more than --workers=1'):
+        predict.grid(profile, [1], [2], ['500mbit'], 'parameter_server', colocate_ps=True)
 
 
 def test_the_emulated_cluster_study_reports_its_worst_workers_compute():

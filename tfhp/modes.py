@@ -69,6 +69,9 @@ class Strategy:
         own (--ps_pipeline_bytes): its workers keep copies for the pulls to fill.
       downlink_deltas: its workers' copies can follow compressed deltas the chief publishes
         (--downlink_compression, `tfhp.replication.downlink`).
+      worker_copies: its workers compute on copies of the variables, refreshed from the ps
+        tasks after each update: a step's reads are not overlapped with its forward pass
+        (the step model, `tfhp.prediction.step_model`).
       aggregates: the replicas' gradients are combined into one update (False: each replica
         trains alone, the upper bound of scaling with no communication).
       graph_mode: the graph mode a cluster job of this strategy runs in when --graph_mode is
@@ -89,6 +92,7 @@ class Strategy:
     staleness: bool = False
     pipelines: bool = False
     downlink_deltas: bool = False
+    worker_copies: bool = False
     aggregates: bool = True
     graph_mode: str = ''
     doc: str = ''
@@ -110,7 +114,7 @@ STRATEGIES = {s.name: s for s in (
              doc='a copy per tower, each trained on its own gradients (no aggregation)'),
     Strategy('distributed_replicated', one_graph=False, graph_per_worker=True,
              needs_cluster=True, uses_ps=True, asynchronous=True, spares=True,
-             pipelines=True, downlink_deltas=True,
+             pipelines=True, downlink_deltas=True, worker_copies=True,
              doc='a local copy per worker, master copies on the ps tasks'),
     # tf_cnn_benchmarks' name for replicated across a cluster's workers in one graph, which its
     # command lines give without a graph mode: the row implies it.
