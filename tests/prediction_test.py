@@ -211,3 +211,25 @@ def test_the_emulated_cluster_study_predicts_at_the_goodput_it_measures(links_av
     from experiments import emulated_cluster
     # One TCP stream's payload on a 100 Mbit/s emulated link: 1448 of every 1514 bytes.
     assert emulated_cluster.goodput_bps('100mbit') == pytest.approx(1448 / 1514 * 1e8, rel=0.03)
+
+
+@pytest.mark.parametrize('path, workers, ps, goodput_bps, floor_s, measured_s', [
+    # docs/results.md, "Incast at the ps port, and the busiest ps" (b3a5001): resnet20, 4
+    # workers at 500 Mbit/s (goodput 478.2 Mbit/s, floor 8.9 ms), K = 1-3, medians of 3; one
+    # run of 32 workers at 300 Mbit/s (287.2 Mbit/s, floor 100.5 ms, "On fair NIC queues");
+    # resnet50 (K80-scaled), 32 workers and 4 ps tasks at 300 Mbit/s (286.9 Mbit/s, 134.8 ms).
+    ('tests/data/resnet20_profile.json', 4, 1, 478.2e6, 0.0089, 0.2975),
+    ('tests/data/resnet20_profile.json', 4, 2, 478.2e6, 0.0089, 0.2615),
+    ('tests/data/resnet20_profile.json', 4, 3, 478.2e6, 0.0089, 0.2623),
+    ('tests/data/resnet20_profile.json', 32, 1, 287.2e6, 0.1005, 2.3080),
+    ('experiments/profiles/resnet50_k80.json', 32, 4, 286.9e6, 0.1348, 45.60)])
+def test_the_emulated_cluster_validation_stays_within_ten_percent(path, workers, ps,
+                                                                   goodput_bps, floor_s,
+                                                                   measured_s):
+    # The jobs measured here, predicted as experiments.emulated_cluster predicts them (its
+    # placement, --partition_min_bytes=256 KiB with more than one ps), by today's model.
+    from experiments import emulated_cluster
+    profile = profile_lib.load(os.path.join(ROOT, path))
+    predicted = emulated_cluster.predicted_ms(profile, workers, ps, goodput_bps,
+                                              'parameter_server', floor_s) / 1000.0
+    assert abs(predicted / measured_s - 1) < 0.10

@@ -217,8 +217,8 @@ def _exchange_rate(rate, total, owned, members, everyone_owns):
 
 
 def _local_reduction(ready, sizes, counts, cluster, compute_end, bus):
-    """(seconds the towers' reduction adds after the backward pass, and after compute_end
-    on the device) for g towers of one worker."""
+    """Seconds that the reduction of one worker's g towers adds to its step after the backward
+    pass (which ends at compute_end), its gradients made at `ready`."""
     g, transport = cluster.towers_per_worker, cluster.bus_transport
     if cluster.tower_gradient_bytes:
         total = float(sum(cluster.tower_gradient_bytes))
