@@ -48,52 +48,93 @@ def _apply_s(profile, memory_bytes_s):
     return page.SGD_BYTES_PER_VARIABLE_BYTE * profile.gradient_bytes / memory_bytes_s
 
 
-def setting(system, model, batch, gpus, profile):
-    """(Cluster, variable_update, apply_s) of one point, from the page's configuration."""
-    mode = page.MODES[(system, model)]
-    # Two GPUs share each PCIe switch's x16 link to the host, once both are in use.
-    per_gpu = PCIE_BPS / min(gpus, page.GPUS_PER_PCIE_SWITCH)
-    switches = min(-(-gpus // page.GPUS_PER_PCIE_SWITCH), page.PCIE_SWITCHES)
-    on_gpu = _apply_s(profile, _memory_bps(system) / 8)
-    on_host = _apply_s(profile, page.HOST_MEMORY_BYTES_S)
-    if mode == 'ps_cpu':  # each GPU reads and pushes through its share of a switch's link
-        return step_model.Cluster(num_workers=gpus, num_ps=1, nic_bps=per_gpu,
-                                  ps_nic_bps=switches * PCIE_BPS, nic_transport=PCIE), \
-            'parameter_server', on_host
-    if mode == 'ps_gpu':  # the variables spread over the GPUs, greedily by size
-        held = tuple(placement.ps_gradient_bytes(profile, gpus))
-        return step_model.Cluster(num_workers=gpus, num_ps=gpus, nic_bps=per_gpu,
-                                  ps_on_workers=True, nic_transport=PCIE,
-                                  ps_gradient_bytes=held), 'parameter_server', on_gpu
-    if mode == 'copies_gpu':  # gradient i summed on GPU i % N, the sum copied back
-        held = tuple(placement.round_robin_gradient_bytes(profile, gpus))
-        return step_model.Cluster(num_workers=1, towers_per_worker=gpus, num_ps=0,
-                                  bus_bps=per_gpu, bus_transport=PCIE,
-                                  tower_gradient_bytes=held,
-                                  device_memory_bps=_memory_bps(system)), 'replicated', on_gpu
-    if mode == 'nccl':  # NCCL 1's ring in device order: NVLink up to 4 GPUs, then PCIe
-        nvlink = gpus <= page.NVLINK_RING_MAX_GPUS
-        transport = step_model.Transport(
-            efficiency=page.NVLINK_PAYLOAD if nvlink else page.PCIE_PAYLOAD,
-            message_s=page.NCCL_MESSAGE_S, hop_s=page.NCCL_HOP_S, on_device=True)
-        return step_model.Cluster(num_workers=1, towers_per_worker=gpus, num_ps=0,
-                                  bus_bps=page.NVLINK1_BYTES_S * 8 if nvlink else PCIE_BPS,
-                                  bus_transport=transport), 'replicated', on_gpu
-    if gpus == 1:
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """What a mode's setting needs of one point: its system, model, batch, GPUs, the model's
+    profile, each GPU's PCIe line rate (two share a switch's x16 link once both are in use),
+    the switches in use, and the SGD update's time on a GPU and on the host."""
+    system: str
+    model: str
+    batch: int
+    gpus: int
+    profile: profile_lib.ComputeProfile
+    per_gpu_bps: float
+    switches: int
+    apply_on_gpu_s: float
+    apply_on_host_s: float
+
+
+def _ps_cpu(p):
+    """parameter_server, variables on the CPU: each GPU reads and pushes through its share of a
+    switch's link, the host through the switches in use."""
+    return step_model.Cluster(num_workers=p.gpus, num_ps=1, nic_bps=p.per_gpu_bps,
+                              ps_nic_bps=p.switches * PCIE_BPS, nic_transport=PCIE), \
+        'parameter_server', p.apply_on_host_s
+
+
+def _ps_gpu(p):
+    """parameter_server, variables spread over the GPUs, greedily by size."""
+    held = tuple(placement.ps_gradient_bytes(p.profile, p.gpus))
+    return step_model.Cluster(num_workers=p.gpus, num_ps=p.gpus, nic_bps=p.per_gpu_bps,
+                              ps_on_workers=True, nic_transport=PCIE,
+                              ps_gradient_bytes=held), 'parameter_server', p.apply_on_gpu_s
+
+
+def _copies_gpu(p):
+    """replicated without NCCL: gradient i summed on GPU i % N, the sum copied back."""
+    held = tuple(placement.round_robin_gradient_bytes(p.profile, p.gpus))
+    return step_model.Cluster(num_workers=1, towers_per_worker=p.gpus, num_ps=0,
+                              bus_bps=p.per_gpu_bps, bus_transport=PCIE,
+                              tower_gradient_bytes=held,
+                              device_memory_bps=_memory_bps(p.system)), \
+        'replicated', p.apply_on_gpu_s
+
+
+def _nccl(p):
+    """replicated with NCCL 1: its ring in device order, NVLink up to 4 GPUs, then PCIe
+    through host memory; its kernels take turns with the backward pass."""
+    nvlink = p.gpus <= page.NVLINK_RING_MAX_GPUS
+    transport = step_model.Transport(
+        efficiency=page.NVLINK_PAYLOAD if nvlink else page.PCIE_PAYLOAD,
+        message_s=page.NCCL_MESSAGE_S, hop_s=page.NCCL_HOP_S, on_device=True)
+    return step_model.Cluster(num_workers=1, towers_per_worker=p.gpus, num_ps=0,
+                              bus_bps=page.NVLINK1_BYTES_S * 8 if nvlink else PCIE_BPS,
+                              bus_transport=transport), 'replicated', p.apply_on_gpu_s
+
+
+def _distributed_replicated(p):
+    """8 GPUs an EC2 instance, the ps tasks on the instances (their count read from the page),
+    gRPC over 10 Gbit/s between them and over loopback within one."""
+    if p.gpus == 1:
         # The distributed table's one GPU is taken as one GPU alone, its variables on it: its
         # figures are within 2-4% of the single instance's (29.7 against 30.8 images/sec, 52.4
         # against 51.5, 19.4 against 19.7).
-        return step_model.Cluster(num_workers=1, num_ps=0), 'replicated', on_gpu
-    # distributed_replicated: 8 GPUs an instance, the ps tasks on the instances.
-    instances = max(gpus // 8, 1)
-    num_ps = page.distributed_ps(model, batch, instances)
+        return step_model.Cluster(num_workers=1, num_ps=0), 'replicated', p.apply_on_gpu_s
+    instances = max(p.gpus // 8, 1)
+    num_ps = page.distributed_ps(p.model, p.batch, instances)
     tcp = step_model.Transport(efficiency=page.TCP_PAYLOAD, message_s=page.GRPC_MESSAGE_S)
     return step_model.Cluster(
-        num_workers=instances, towers_per_worker=min(gpus, 8), num_ps=num_ps,
-        nic_bps=page.NIC_10GBIT_BPS, nic_transport=tcp, bus_bps=per_gpu, bus_transport=PCIE,
-        ps_on_workers=True, loopback_bps=page.GRPC_BYTES_S * 8,
-        ps_gradient_bytes=tuple(placement.ps_gradient_bytes(profile, num_ps))), \
-        'distributed_replicated', on_host
+        num_workers=instances, towers_per_worker=min(p.gpus, 8), num_ps=num_ps,
+        nic_bps=page.NIC_10GBIT_BPS, nic_transport=tcp, bus_bps=p.per_gpu_bps,
+        bus_transport=PCIE, ps_on_workers=True, loopback_bps=page.GRPC_BYTES_S * 8,
+        ps_gradient_bytes=tuple(placement.ps_gradient_bytes(p.profile, num_ps))), \
+        'distributed_replicated', p.apply_on_host_s
+
+
+# The page's modes (`tf_benchmarks_2017.MODES`), each a function of a Point to (Cluster,
+# variable_update, apply_s).
+SETTINGS = {'ps_cpu': _ps_cpu, 'ps_gpu': _ps_gpu, 'copies_gpu': _copies_gpu, 'nccl': _nccl,
+            'distributed_replicated': _distributed_replicated}
+
+
+def setting(system, model, batch, gpus, profile):
+    """(Cluster, variable_update, apply_s) of one point, from the page's configuration."""
+    point = Point(system, model, batch, gpus, profile,
+                  PCIE_BPS / min(gpus, page.GPUS_PER_PCIE_SWITCH),
+                  min(-(-gpus // page.GPUS_PER_PCIE_SWITCH), page.PCIE_SWITCHES),
+                  _apply_s(profile, _memory_bps(system) / 8),
+                  _apply_s(profile, page.HOST_MEMORY_BYTES_S))
+    return SETTINGS[page.MODES[(system, model)]](point)
 
 
 def _predicted(system, model, batch, gpus, profile):
