@@ -76,6 +76,9 @@ class Strategy:
         (--downlink_compression, `tfhp.replication.downlink`).
       ps_transfer: the `TRANSFERS` row its synchronous between-graph steps take when
         --ps_transfer is left out ('': it has no ps transfer).
+      worker_copies: its workers compute on copies of the variables, refreshed from the ps
+        tasks after each update: a step's reads are not overlapped with its forward pass
+        (the step model, `tfhp.prediction.step_model`).
       aggregates: the replicas' gradients are combined into one update (False: each replica
         trains alone, the upper bound of scaling with no communication).
       graph_mode: the graph mode a cluster job of this strategy runs in when --graph_mode is
@@ -97,6 +100,7 @@ class Strategy:
     pipelines: bool = False
     downlink_deltas: bool = False
     ps_transfer: str = ''
+    worker_copies: bool = False
     aggregates: bool = True
     graph_mode: str = ''
     doc: str = ''
@@ -119,6 +123,7 @@ STRATEGIES = {s.name: s for s in (
     Strategy('distributed_replicated', one_graph=False, graph_per_worker=True,
              needs_cluster=True, uses_ps=True, asynchronous=True, spares=True,
              pipelines=True, downlink_deltas=True, ps_transfer='pull_clocked',
+             worker_copies=True,
              doc='a local copy per worker, master copies on the ps tasks'),
     # tf_cnn_benchmarks' name for replicated across a cluster's workers in one graph, which its
     # command lines give without a graph mode: the row implies it.

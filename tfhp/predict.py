@@ -6,8 +6,12 @@ The profile gives each layer's compute and gradient bytes (`python -m tfhp.calib
 rates are NIC rates in tc's units, the payload each carries (the goodput the link check
 measures: 956mbit on a 1 Gbit/s link of 1514-byte frames); --protocol_ms is the measured step
 of a null_scalar job of the same tasks (the protocol's floor; 0 leaves it out); each ps task
-holds the gradient bytes the job's placement gives it (--partition_min_bytes as the job's). Prints a table and one JSON line per
-setting; --plot draws images/sec against workers, a line per (ps, rate), with linear scaling.
+holds the gradient bytes the job's placement gives it (--partition_min_bytes as the job's);
+--colocate_ps puts ps task k on worker k's host, sharing its NIC, as the launcher's flag does.
+A worker's towers meet over --bus_rate (default 126gbit: PCI Express 3.0 x16, 15.75 GB/s each
+way). Speedup and efficiency are against one tower of the same setting alone, so the efficiency
+is never above 1. Prints a table and one JSON line per setting; --plot draws images/sec against
+workers, a line per (ps, rate), with linear scaling.
 """
 import json
 import sys
@@ -36,7 +40,10 @@ def _define_flags():
     flags.DEFINE_enum('variable_update', modes.DEFAULT_STRATEGY, list(modes.STRATEGIES),
                       'The strategy.')
     flags.DEFINE_integer('towers_per_worker', 1, 'Towers (devices) per worker.')
-    flags.DEFINE_string('bus_rate', None, 'Rate between one worker\'s towers (tc units).')
+    flags.DEFINE_string('bus_rate', '126gbit', 'Rate between one worker\'s towers (tc units; '
+                        'the default is PCI Express 3.0 x16: 15.75 GB/s each way).')
+    flags.DEFINE_boolean('colocate_ps', False, 'ps task k runs on worker k\'s host and shares '
+                         'its NIC (as tfhp.launch --colocate_ps places it).')
     flags.DEFINE_boolean('cross_replica_sync', True, 'Synchronous steps.')
     flags.DEFINE_float('protocol_ms', 0.0, 'Measured step of a null_scalar job of the same tasks.')
     flags.DEFINE_integer('fusion_bucket_bytes', 0, 'All-reduce strategies: gradients fused into '
@@ -50,9 +57,10 @@ def _define_flags():
 
 def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=1,
          bus_bps=None, ps_bps=None, synchronous=True, protocol_s=0.0, fusion_bucket_bytes=0,
-         partition_min_bytes=0):
+         partition_min_bytes=0, colocate_ps=False):
     """One record per (rate, ps, workers): the setting and its Prediction's figures; each ps
-    task holds the bytes tfhp's placement gives it (`placement.ps_gradient_bytes`)."""
+    task holds the bytes tfhp's placement gives it (`placement.ps_gradient_bytes`), on its own
+    host or (colocate_ps) on a worker's."""
     records = []
     uses_ps = modes.strategy(variable_update).uses_ps
     for rate in rates:
@@ -61,10 +69,17 @@ def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=
             held = (tuple(placement.ps_gradient_bytes(profile, ps, partition_min_bytes))
                     if uses_ps else None)
             for w in workers:
+                if colocate_ps and uses_ps and ps > w:
+                    raise ValueError('--colocate_ps puts ps task k on worker k\'s host: '
+                                     '--ps=%d is more than --workers=%d' % (ps, w))
+                if colocate_ps and uses_ps and ps_bps:
+                    raise ValueError('--ps_rate cannot apply with --colocate_ps: the ps tasks '
+                                     'share their workers\' NICs')
                 cluster = step_model.Cluster(num_workers=w, towers_per_worker=towers_per_worker,
                                              num_ps=ps, nic_bps=bps, ps_nic_bps=ps_bps,
                                              bus_bps=bus_bps, protocol_s=protocol_s,
-                                             ps_gradient_bytes=held)
+                                             ps_gradient_bytes=held,
+                                             ps_on_workers=colocate_ps and uses_ps)
                 p = step_model.predict(profile, cluster, variable_update, synchronous,
                                        apply_s=profile.apply_s,
                                        fusion_bucket_bytes=fusion_bucket_bytes)
@@ -72,6 +87,7 @@ def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=
                                 'rate': rate, 'ps': ps, 'workers': w,
                                 'step_ms': 1000 * p.step_s, 'images_per_sec': p.images_per_sec,
                                 'speedup': p.speedup, 'efficiency': p.efficiency,
+                                'alone_images_per_sec': p.images_per_sec / p.speedup,
                                 'pull_ms': 1000 * p.pull_s, 'push_tail_ms': 1000 * p.push_tail_s,
                                 'update_ms': 1000 * p.update_s})
     return records
@@ -89,7 +105,8 @@ def main(argv):
                        links.parse_rate(FLAGS.bus_rate) if FLAGS.bus_rate else None,
                        links.parse_rate(FLAGS.ps_rate) if FLAGS.ps_rate else None,
                        FLAGS.cross_replica_sync, FLAGS.protocol_ms / 1000.0,
-                       FLAGS.fusion_bucket_bytes, FLAGS.partition_min_bytes)
+                       FLAGS.fusion_bucket_bytes, FLAGS.partition_min_bytes,
+                       FLAGS.colocate_ps)
     except ValueError as e:
         print('tfhp.predict: error: %s' % e, file=sys.stderr)
         return 2
@@ -107,7 +124,8 @@ def main(argv):
 
 
 def plot(records, path, profile):
-    """images/sec against workers, a line per (ps, rate), and linear scaling from one tower."""
+    """images/sec against workers, a line per (ps, rate), and linear scaling from one tower
+    of the first setting."""
     def point(v):
         return {'median': v, 'min': v, 'max': v}
     series = []
@@ -116,7 +134,7 @@ def plot(records, path, profile):
         series.append(('K=%d, %s' % key, [r['workers'] for r in rows],
                        [point(r['images_per_sec']) for r in rows], {'dodge': False}))
     workers = sorted({r['workers'] for r in records})
-    alone = profile.batch_size / (profile.compute_s + profile.apply_s)
+    alone = records[0]['alone_images_per_sec']
     series.append(('linear', workers, [point(alone * w) for w in workers],
                    {'dodge': False, 'color': 'black', 'linestyle': ':', 'marker': None}))
     plots.line_panels(path, [('%s, %s' % (profile.model, records[0]['update']), series, [])],

@@ -1,5 +1,6 @@
 """Where a parameter-server job puts a profile's variables, so the step model can load each ps
-task with the bytes it really holds.
+task with the bytes it really holds (and where a replicated job without NCCL sums each
+gradient, `round_robin_gradient_bytes`).
 
 tfhp places variables in creation order on the ps task with the fewest bytes so far
 (`device_setters.GreedyByBytes`; batch-norm statistics count, though only trainable variables
@@ -40,4 +41,15 @@ def ps_gradient_bytes(profile, num_ps, partition_min_bytes=0):
                 task = placer.assign(name, num_bytes)
                 if variable.trainable:
                     held[task] += num_bytes
+    return held
+
+
+def round_robin_gradient_bytes(profile, num_devices):
+    """The trainable bytes each of `num_devices` devices sums when gradient i is summed on
+    device i % num_devices (tf_cnn_benchmarks' replicated mode without NCCL, its gradients
+    copied to that device and the sum copied back): a list, by device."""
+    held = [0] * num_devices
+    trainable = [v for layer in profile.layers for v in layer.variables if v.trainable]
+    for i, variable in enumerate(trainable):
+        held[i % num_devices] += variable.num_bytes
     return held
