@@ -1,9 +1,7 @@
 """`python -m tfhp.launch --num_ps 2 --num_workers 4 -- <tfhp flags>`: a whole job, one machine.
 
 Starts every task as its own process (`python -m tfhp --job_name=... <tfhp flags>`) on free
-127.0.0.1 ports, in a network namespace of their own where it may make one, so that nothing
-outside the job reaches their servers (`tfhp.launcher.private_net`; else it names the open
-ports: docs/security.md), prefixes each line a task prints with its name ("[worker 1] ..."), and ends
+127.0.0.1 ports, prefixes each line a task prints with its name ("[worker 1] ..."), and ends
 every task when the job is done or a task fails (then it exits with status 1). Serving tasks (ps)
 exit by themselves once the workers are done; the launcher only waits for them, with a bound
 derived from their own timeouts. SIGTERM or SIGINT to the launcher stops the job gracefully:
@@ -14,6 +12,9 @@ again, up to N times, and resumes from the chief's last checkpoint (`tfhp.launch
 It prints, and appends as one JSON line to --result_file, each task's time from launch to its
 first step, each worker's images/sec and dropped (late) gradients, and the cluster's images/sec:
 every worker's images over the one wall-clock interval in which all of them were timing steps.
+The tasks run in a network namespace of their own where the launcher may make one, so that
+nothing outside the job reaches their servers (`tfhp.launcher.private_net`); else it names the
+ports open to the machine's network (docs/security.md).
 
 Its options are parsed with argparse, not absl, so that its flags and tfhp's (`tfhp.cli`) never
 share a registry: both modules can be imported in one process (tests do).
