@@ -79,6 +79,13 @@ def test_every_command_runs_in_one_namespace_with_only_a_loopback_gone_after(can
     assert name not in jobs.namespaces(name)
 
 
+def test_a_lingering_job_says_where_a_client_must_run(can_isolate, tmp_path):
+    said = []
+    with private_net.isolated(_commands(tmp_path), said.append, lingering=True) as run:
+        name = run[('ps', 0)][3]
+    assert len(said) == 1 and 'ip netns exec %s python -m tfhp.reconnect' % name in said[0]
+
+
 _CREATOR = '''
 import time
 from tfhp.launcher import private_net

@@ -114,7 +114,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
                             for t, argv in commands.items()}
             else:
                 commands = private.enter_context(private_net.isolated(
-                    commands, lambda line: _say(out, line)))
+                    commands, lambda line: _say(out, line), bool(plan.linger_s(tfhp_args))))
             start = time.time()
             with cpu_load.CpuSampler() as cpu:
                 end = supervisor.run_job(

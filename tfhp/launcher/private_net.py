@@ -112,14 +112,16 @@ def open_warning(commands, why):
 
 
 @contextlib.contextmanager
-def isolated(commands, say):
+def isolated(commands, say, lingering=False):
     """Yields {task: argv} of `commands` run inside a `PrivateNetwork`, deleted when the block
     ends; where none can be created, yields `commands` as they are after saying so once
     (`open_warning`).
 
     Args:
       commands: {(job, index): argv} of a job's tasks on loopback (`plan.task_commands`).
-      say: called with the warning line.
+      say: called with the warning line, or with where to reach lingering tasks.
+      lingering: the serving tasks linger (--linger_s) for a client started by hand, such as
+        `python -m tfhp.reconnect`: say the namespace it must run in.
     """
     try:
         network = PrivateNetwork()
@@ -127,6 +129,10 @@ def isolated(commands, say):
         say(open_warning(commands, e))
         yield commands
         return
+    if lingering:
+        say('the job\'s tasks run in network namespace %s, out of reach of every other '
+            'process: a client of the lingering tasks must run there (ip netns exec %s python '
+            '-m tfhp.reconnect ...)' % (network.name, network.name))
     try:
         yield {task: network.command(argv) for task, argv in commands.items()}
     finally:
