@@ -12,6 +12,9 @@ again, up to N times, and resumes from the chief's last checkpoint (`tfhp.launch
 It prints, and appends as one JSON line to --result_file, each task's time from launch to its
 first step, each worker's images/sec and dropped (late) gradients, and the cluster's images/sec:
 every worker's images over the one wall-clock interval in which all of them were timing steps.
+The tasks run in a network namespace of their own where the launcher may make one, so that
+nothing outside the job reaches their servers (`tfhp.launcher.private_net`); else it names the
+ports open to the machine's network (docs/security.md).
 
 Its options are parsed with argparse, not absl, so that its flags and tfhp's (`tfhp.cli`) never
 share a registry: both modules can be imported in one process (tests do).

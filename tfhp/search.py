@@ -16,6 +16,9 @@ the resets free what clients left; --no_reset (clients with --container_reset=fa
 ones left too) shows what they would hold without them.
 Points are ranked by their median last top-1 accuracy, with the spread over repeats. At the end
 the ps tasks are released (`python -m tfhp.reconnect --release_only`) and exit.
+The servers, the clients and the reconnecting tool all run in one network namespace of their
+own where this process may create one (`tfhp.launcher.private_net`): a ps task that serves
+clients for --timeout_s serves no one else.
 
 Imports no TensorFlow: it starts processes only, as `tfhp.sweep` and `tfhp.launch` do.
 """
@@ -35,6 +38,7 @@ from tfhp import sweep
 from tfhp import timing
 from tfhp.launcher import forked_task
 from tfhp.launcher import plan
+from tfhp.launcher import private_net
 
 
 def rss_mb(pid):
@@ -136,8 +140,9 @@ def search(points, tfhp_args, repeats=1, parallel=2, num_ps=1, timeout_s=1800.0,
     own = ['--serve_clients', '--linger_s=%g' % timeout_s]
     seed = int(plan.flag_value(tfhp_args, 'tf_random_seed', config_lib.RunConfig.tf_random_seed))
     env = plan.task_environment(os.environ)
-    with tempfile.TemporaryDirectory(prefix='tfhp_search_') as directory:
-        commands = plan.task_commands(num_ps, len(runs), tfhp_args, directory)
+    with tempfile.TemporaryDirectory(prefix='tfhp_search_') as directory, \
+            private_net.isolated(plan.task_commands(num_ps, len(runs), tfhp_args, directory),
+                                 log) as commands:
         servers = _Servers({t: argv + own for t, argv in commands.items()}, directory, env,
                            log)
         record = {'points': points, 'repeats': repeats, 'parallel': parallel, 'num_ps': num_ps,

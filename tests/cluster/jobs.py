@@ -4,6 +4,8 @@ Jobs run the trivial model at 8x8 with 10 classes, so a step costs milliseconds 
 mostly TensorFlow's import in each process.
 """
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -37,3 +39,14 @@ def launch_job(tmp_path, num_ps, num_workers, *tfhp_args, launcher_args=()):
 def hand_started(directory, num_ps, num_workers, args):
     """A `hand_started_lib.HandStartedJob` of the SMALL model with `args`."""
     return hand_started_lib.HandStartedJob(directory, num_ps, num_workers, SMALL + list(args))
+
+
+def namespaces(prefix=None):
+    """Names of the network namespaces that start with prefix (default: those the launchers
+    of this process name, `tfhp.launcher.private_net` and `links`)."""
+    prefix = prefix or 'tfhp-%d-' % os.getpid()
+    if shutil.which('ip') is None:
+        return []
+    out = subprocess.run(['ip', '-j', 'netns', 'list'], capture_output=True, text=True,
+                         timeout=10, check=True).stdout.strip()
+    return [n['name'] for n in json.loads(out or '[]') if n['name'].startswith(prefix)]

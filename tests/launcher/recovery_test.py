@@ -147,6 +147,8 @@ def test_a_job_that_loses_a_worker_restarts_and_ends_at_its_target_step(tmp_path
     assert results[('worker', 0)]['global_step'] == 40
     assert results[('worker', 0)]['start_global_step'] == fault['resumed_step']
     assert time.monotonic() - started < 2 * jobs.JOB_TIMEOUT_S
+    # Each attempt ran in a network of its own where it could (`private_net`); none is left.
+    assert not jobs.namespaces()
     # What the job's JSON tells of each worker: its start, phase by phase, and its losses.
     chief = summary['tasks'][0]
     assert list(chief['startup_s']) == ['import', 'peers', 'graph', 'session', 'first_step']

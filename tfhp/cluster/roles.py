@@ -1,6 +1,7 @@
 """Runs this process's task of a cluster: dispatches to its role (`tfhp.cluster.task`)."""
 from tfhp.cluster import client
 from tfhp.cluster import container_client
+from tfhp.cluster import servers
 from tfhp.cluster import serving_task
 from tfhp.cluster import signals
 from tfhp.cluster import task as task_lib
@@ -9,7 +10,8 @@ from tfhp.cluster import worker
 
 
 def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
-    """Runs this process's task of the cluster `cfg.cluster` describes.
+    """Runs this process's task of the cluster `cfg.cluster` describes, first saying who can
+    reach its server unless only its own network namespace can (`servers.exposure`).
 
     Args:
       cfg: a `tfhp.config.BenchmarkConfig` with a cluster.
@@ -30,7 +32,11 @@ def run(cfg, log=print, stop=None, fail=watchdog.exit_process):
     cluster = cfg.cluster
     stop = stop or signals.StopSignals()
     task = (cluster.job_name, cluster.task_index)
-    if task in task_lib.serving_tasks(cluster):
+    serving = task in task_lib.serving_tasks(cluster)
+    note = servers.exposure(cluster, servers.interfaces(), serving)
+    if note:  # before the server starts: a task that fails later has said it
+        log(note)
+    if serving:
         return serving_task.serve(cfg, log, stop, fail)
     if cluster.container:
         return container_client.run(cfg, log, stop, fail)

@@ -68,6 +68,41 @@ def start_server(cluster_config, proto):
             % (cfg.job_name, cfg.task_index, address, e.message)) from None
 
 
+def interfaces():
+    """Names of the network interfaces of this process's network namespace."""
+    return [name for _, name in socket.if_nameindex()]
+
+
+def exposure(cluster_config, interface_names, serving):
+    """The line a task prints about who can reach its server, or None when no one outside its
+    network namespace can: one whose only interface is the loopback (a local job's, that the
+    launcher made: `tfhp.launcher.private_net`).
+
+    TensorFlow listens on every interface (its ServerDef has no bind address), with no
+    authentication, and runs any op it is sent (docs/security.md).
+
+    Args:
+      cluster_config: a `tfhp.config.ClusterConfig`.
+      interface_names: the interfaces of this task's network namespace (`interfaces`).
+      serving: the task only serves (a ps task): --linger_s keeps it open after its workers.
+    """
+    cfg = cluster_config
+    if set(interface_names) <= {'lo'}:
+        return None
+    port = cfg.hosts(cfg.job_name)[cfg.task_index].rsplit(':', 1)[1]
+    line = ('%s task %d listens on port %s of every interface here (%s), unauthenticated: '
+            'whoever reaches it can run any op in this process, as its user (read and write '
+            'files); run the job on a trusted network only (docs/security.md)'
+            % (cfg.job_name, cfg.task_index, port, ', '.join(interface_names)))
+    if cfg.serve_clients:
+        line += '. It serves any client for up to %g s (--serve_clients, --linger_s)' % (
+            cfg.linger_s)
+    elif serving and cfg.linger_s:
+        line += '. It stays open up to %g s after the tasks it serves end (--linger_s)' % (
+            cfg.linger_s)
+    return line
+
+
 def wait_for_peers(watch, wanted, timeout_s):
     """Waits until every peer in `wanted` has published its state, at most timeout_s in all.
 

@@ -1,6 +1,11 @@
 """A whole job on this machine: every task its own process, on loopback or on emulated links,
-and the job's summary. Imports no TensorFlow: it starts and watches processes only."""
+and the job's summary. Either way only the job's tasks can reach its ports: on loopback they run
+in a network of their own (`private_net`) where this process may create one; on links each has
+a namespace whose only peers are the job's. Imports no TensorFlow: it starts and watches
+processes only."""
+import contextlib
 import shutil
+import sys
 import tempfile
 import time
 
@@ -8,6 +13,7 @@ from tfhp.launcher import cpu_load
 from tfhp.launcher import figures
 from tfhp.launcher import links
 from tfhp.launcher import plan
+from tfhp.launcher import private_net
 from tfhp.launcher import supervisor
 
 
@@ -53,6 +59,12 @@ def _addresses(network, tasks):
     return addresses
 
 
+def _say(out, line):
+    out = out or sys.stdout
+    out.write('[launch] %s\n' % line)
+    out.flush()
+
+
 def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
                controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None,
                lean_malloc=True, injector=None, link_options=None, colocate_ps=False):
@@ -63,8 +75,10 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
       tfhp_args: the tfhp flags every task gets.
       timeout_s, keep_going: see `supervisor.run_job`.
       controller: also start a controller task (the in-graph client).
-      link_bandwidth: None (loopback), or a tc rate ('1gbit'): every task gets a network
-        namespace and a NIC of that rate (`tfhp.launcher.links`), removed when the job ends.
+      link_bandwidth: None (loopback: the tasks share one network namespace of their own,
+        `private_net`, or where none can be created the machine's, which the job's output
+        then says once), or a tc rate ('1gbit'): every task gets a network namespace and a
+        NIC of that rate (`tfhp.launcher.links`). Namespaces are removed when the job ends.
       ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
       link_options: on links, how the hosts and the switch behave (`links.LinkOptions`;
         None: its defaults).
@@ -89,7 +103,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
     result_dir = tempfile.mkdtemp(prefix='tfhp_launch_')
     network = None
     try:
-        with links.exit_on_sigterm():
+        with links.exit_on_sigterm(), contextlib.ExitStack() as private:
             network = _network(tasks, link_bandwidth, ps_link_bandwidth, link_options,
                                colocate_ps)
             commands = plan.task_commands(num_ps, num_workers, tfhp_args, result_dir,
@@ -98,6 +112,9 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
             if network:
                 commands = {t: network.command(_host(network, t), argv)
                             for t, argv in commands.items()}
+            else:
+                commands = private.enter_context(private_net.isolated(
+                    commands, lambda line: _say(out, line), bool(plan.linger_s(tfhp_args))))
             start = time.time()
             with cpu_load.CpuSampler() as cpu:
                 end = supervisor.run_job(
