@@ -116,3 +116,22 @@ def test_helpfull_stays_absls_full_list():
 ])
 def test_asks_for_help(args, asks):
     assert flag_help.asks_for_help(args) is asks
+
+
+# Runs a command's module as `python -m` does, then says at exit whether TensorFlow was imported.
+_HELP_IMPORTS = ('import atexit, runpy, sys; '
+                 'atexit.register(lambda: print("tensorflow imported:", "tensorflow" in '
+                 'sys.modules)); sys.argv = [sys.argv[1], "--help"]; '
+                 'runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)')
+
+
+@pytest.mark.parametrize('module, first_flag', [
+    ('tfhp', '--model'), ('tfhp.predict', '--profile'), ('tfhp.calibrate', '--model')])
+def test_help_exits_0_without_importing_tensorflow(module, first_flag):
+    proc = subprocess.run([sys.executable, '-c', _HELP_IMPORTS, module], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == 'tensorflow imported: False'
+    assert [line.split()[0] for line in lines if line.startswith('  --')][0] == first_flag
+    assert proc.stderr == ''

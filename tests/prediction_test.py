@@ -139,10 +139,10 @@ def test_the_model_reproduces_a_job_on_fair_queues_at_the_links_goodput():
 
 def test_the_grid_and_the_published_comparison_read_a_profile():
     from experiments import published_scaling
-    from tfhp import predict
+    from tfhp.prediction import grid
     profile = profile_lib.load(os.path.join(os.path.dirname(__file__), 'data',
                                             'resnet20_profile.json'))
-    records = predict.grid(profile, [1, 4], [1, 2], ['500mbit'], 'parameter_server')
+    records = grid.records(profile, [1, 4], [1, 2], [('500mbit', 500e6)], 'parameter_server')
     assert [(r['ps'], r['workers']) for r in records] == [(1, 1), (1, 4), (2, 1), (2, 4)]
     # More workers on one ps at 500 Mbit/s: each step waits longer for its weights.
     assert records[1]['step_ms'] > records[0]['step_ms'] and records[1]['efficiency'] < 1

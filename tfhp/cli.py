@@ -526,12 +526,9 @@ flags to these."""
 
 def _parse_flags(argv):
     """absl's parsing, except that --help (-h, -?, --helpshort) prints this command's flags in
-    their groups and exits 0: absl's lists a console script's flags only under --helpfull."""
-    if flag_help.asks_for_help(argv[1:]):
-        print(flag_help.format_help(USAGE, flag_help.grouped(
-            FLAGS.get_flags_for_module(__name__), HELP_GROUPS)))
-        sys.exit(0)
-    return app.parse_flags_with_usage(argv)
+    their groups and exits 0 (`flag_help.parse`)."""
+    return flag_help.parse(argv, USAGE, flag_help.grouped(
+        FLAGS.get_flags_for_module(__name__), HELP_GROUPS))
 
 
 def run_main():
