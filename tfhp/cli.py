@@ -371,8 +371,44 @@ def _resolver(values, environ):
     return 'flags'
 
 
-def _cluster_config(values, environ):
-    """The ClusterConfig of the cluster flags, TF_CONFIG or Slurm's environment (_resolver)."""
+# tf_cnn_benchmarks evaluates a distributed run in one local process with the run's training
+# flags (benchmark_cnn_distributed_test). So does --eval here: a flag that shapes only the
+# training step or a cluster job is taken as tf_cnn_benchmarks takes it, in a line that says so.
+# Rows: (whether the flags set it, the flag values --eval runs with instead, the line).
+_ONE_PROCESS_EVAL = (
+    (lambda v: v.staged_vars, lambda v: {'staged_vars': False},
+     lambda v: '--staged_vars stages the training step\'s reads of the variables; --eval '
+               'takes no training step: no effect'),
+    (lambda v: not v.cross_replica_sync, lambda v: {'cross_replica_sync': True},
+     lambda v: '--cross_replica_sync=false makes training steps asynchronous; --eval takes no '
+               'training step: no effect'),
+    (lambda v: modes.strategy(v.variable_update).evaluated_as,
+     lambda v: {'variable_update': modes.strategy(v.variable_update).evaluated_as},
+     lambda v: '--variable_update=%s needs a cluster; in one process its checkpoint is '
+               'evaluated as --variable_update=%s' % (
+                   v.variable_update, modes.strategy(v.variable_update).evaluated_as)),
+)
+
+
+def one_process_eval(values, environ):
+    """What --eval in one process takes differently (`_ONE_PROCESS_EVAL`): (the flag values to
+    use instead, {name: value}; the lines saying why, to print). Nothing for other runs."""
+    if not values.eval or values.job_name or _resolver(values, environ) != 'flags':
+        return {}, []
+    rows = [row for row in _ONE_PROCESS_EVAL if row[0](values)]
+    instead = {name: value for _, given, _ in rows for name, value in given(values).items()}
+    return instead, ['tfhp: %s' % line(values) for _, _, line in rows]
+
+
+def _fields(cls, values):
+    """The entries of `values` that name fields of dataclass `cls`."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {name: value for name, value in values.items() if name in names}
+
+
+def _cluster_config(values, environ, instead):
+    """The ClusterConfig of the cluster flags, TF_CONFIG or Slurm's environment (_resolver);
+    `instead`: flag values that replace the flags' (`one_process_eval`)."""
     resolver = _resolver(values, environ)
     if resolver == 'flags':
         hosts = dict(job_name=values.job_name, task_index=values.task_index,
@@ -389,11 +425,11 @@ def _cluster_config(values, environ):
                                      % ','.join(values.straggler_workers)) from None
     # A strategy that names its graph mode (tf_cnn_benchmarks' distributed_all_reduce) sets it
     # unless --graph_mode says otherwise.
-    implied = modes.strategy(values.variable_update).graph_mode
+    implied = modes.strategy(instead.get('variable_update', values.variable_update)).graph_mode
     graph_mode = (implied if implied and not values['graph_mode'].present else
                   values.graph_mode)
     return _section(config_lib.ClusterConfig, values, straggler_workers=stragglers,
-                    graph_mode=graph_mode, **hosts)
+                    graph_mode=graph_mode, **hosts, **_fields(config_lib.ClusterConfig, instead))
 
 
 def config_from_flags(values, environ=None):
@@ -407,14 +443,17 @@ def config_from_flags(values, environ=None):
     if values.num_epochs is not None and values['num_batches'].present:
         raise config_lib.ConfigError('--num_epochs and --num_batches both set the length of '
                                      'the run; use one')
+    environ = environ or {}
+    instead, _ = one_process_eval(values, environ)
     return config_lib.BenchmarkConfig(
         model=_section(config_lib.ModelConfig, values, name=values.model),
         optimizer=_section(config_lib.OptimizerConfig, values),
         device=_section(config_lib.DeviceConfig, values),
-        replication=_section(config_lib.ReplicationConfig, values),
+        replication=_section(config_lib.ReplicationConfig, values,
+                             **_fields(config_lib.ReplicationConfig, instead)),
         run=_section(config_lib.RunConfig, values),
         profile=_section(config_lib.ProfileConfig, values),
-        cluster=_cluster_config(values, environ or {}),
+        cluster=_cluster_config(values, environ, instead),
         data=_section(config_lib.DataConfig, values),
         staleness=_section(config_lib.StalenessConfig, values),
         precision=_section(config_lib.PrecisionConfig, values),
@@ -472,6 +511,8 @@ def main(argv):
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
+    for line in one_process_eval(FLAGS, os.environ)[1]:
+        print(line)
     os.environ.update(runtime_environment(cfg, os.environ))
     stop = None
     if cfg.cluster.enabled:
