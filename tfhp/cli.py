@@ -241,8 +241,9 @@ flags.DEFINE_enum('cluster_resolver', 'auto', CLUSTER_RESOLVERS, 'Where this tas
                   'cluster: flags (--job_name, ...), tf_config (TF_CONFIG), slurm (srun\'s '
                   'SLURM_* variables); auto: the flags if --job_name is given, else TF_CONFIG '
                   'if set, else one process.')
-flags.DEFINE_integer('num_ps', 1, '--cluster_resolver=slurm: the first this many Slurm tasks '
-                     '(ranks) are ps tasks, the rest workers.')
+# slurm_num_ps, not num_ps: the launcher's --num_ps starts ps tasks; this one names some of srun's.
+flags.DEFINE_integer('slurm_num_ps', 1, '--cluster_resolver=slurm: the first this many Slurm '
+                     'tasks (ranks) are ps tasks, the rest workers.')
 flags.DEFINE_integer('slurm_port_base', 8888, '--cluster_resolver=slurm: the port of the '
                      'first task on each node; the node\'s next tasks take the next ports.')
 flags.DEFINE_enum('job_name', '', ('',) + config_lib.JOB_NAMES,
@@ -258,8 +259,6 @@ flags.DEFINE_boolean('cross_replica_sync', True,
                      'Synchronous steps; false: every worker (or replica) applies alone.')
 flags.DEFINE_integer('replicas_to_aggregate', None, 'Gradients per synchronous step; fewer '
                      'than the workers leaves spare replicas. Default: every worker.')
-flags.DEFINE_integer('total_num_replicas', None, 'Workers in synchronous steps (default and '
-                     'only allowed value: every worker).')
 flags.DEFINE_list('straggler_workers', [], 'Worker indices slowed by --straggler_delay_ms '
                   'every step (experiments).')
 flags.DEFINE_float('straggler_delay_ms', 0.0, 'Injected delay per step on --straggler_workers.')
@@ -347,7 +346,7 @@ def _resolver(values, environ):
     if resolver in ('tf_config', 'slurm') and given:
         raise config_lib.ConfigError('--cluster_resolver=%s reads this task from the '
                                      'environment; drop --%s' % (resolver, given[0]))
-    slurm_flags = [name for name in ('num_ps', 'slurm_port_base') if values[name].present]
+    slurm_flags = [name for name in ('slurm_num_ps', 'slurm_port_base') if values[name].present]
     if resolver != 'slurm' and slurm_flags:
         raise config_lib.ConfigError('--%s applies to --cluster_resolver=slurm only'
                                      % slurm_flags[0])
@@ -417,7 +416,7 @@ def _cluster_config(values, environ, instead):
     elif resolver == 'tf_config':
         hosts = tf_config.cluster_fields(environ['TF_CONFIG'])
     else:
-        hosts = slurm.cluster_fields(environ, values.num_ps, values.slurm_port_base)
+        hosts = slurm.cluster_fields(environ, values.slurm_num_ps, values.slurm_port_base)
     try:
         stragglers = tuple(int(w) for w in values.straggler_workers)
     except ValueError:
