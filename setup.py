@@ -19,8 +19,12 @@ setuptools.setup(
         # test extra has it so that tests/profiling/tensorboard_test.py reads them back with it.
         'tensorboard': ['tensorboard>=2.13'],
         # pytest-xdist: the suite runs in two processes (`-n 2`), since its tests wait on the
-        # processes they start for a third of their time (README).
-        'test': ['pytest>=7', 'pytest-xdist>=3', 'tensorboard>=2.13'],
+        # processes they start for a third of their time (README). matplotlib and scikit-learn
+        # (the plots and digits extras) so that a clone's test run draws the figures and reads
+        # the digits: without them 13 tests that need no GPU skipped; now only what needs a
+        # GPU, or a second one, skips.
+        'test': ['pytest>=7', 'pytest-xdist>=3', 'tensorboard>=2.13', 'matplotlib',
+                 'scikit-learn'],
         # scikit-learn ships the 8x8 digits on disk: a small real data set (tfhp.data.digits).
         'digits': ['scikit-learn'],
         # --plot of the experiments and of `python -m tfhp.diagnose` (tfhp.plots); optional.

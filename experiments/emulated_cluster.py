@@ -13,8 +13,8 @@ TCP payload one stream carries on the emulated link (`tfhp.launcher.link_probe`,
 3 probes: 95.6% of the rate with 1514-byte frames), at which the model moves the gradients. A
 row also counts the job's TCP retransmission timeouts (`links.losses`), start-up included: each
 idles a flow for 200 ms or more, where many workers push into one ps's port (incast), and the
-model knows none; --link_rto_min_ms lowers that floor, and --link_port_buffer deepens the
-switch ports, which 16 workers at 100 Mbit/s overflow (`tfhp.launcher.links`).
+model knows none; --link_port_buffer deepens the switch ports, which 16 workers at 100 Mbit/s
+overflow (`tfhp.launcher.links`).
 With --max_comm_share it answers "how many ps tasks keep communication under X% of the step":
 the smallest K whose every repeat is under it, measured and predicted. --profile takes several
 profiles (a model each); --plot draws every row's predicted against measured step (and an SVG
@@ -158,6 +158,7 @@ def plot(records, path):
     series = {}
     for r in records:
         label = '%s, %s' % (r['model'], r['rate'])
+        # Records written before commit 52a41b8 may name a FIFO queue or an RTO floor.
         if r.get('link_queue', 'fifo') != 'fair':
             label += ', FIFO queues'
         if r.get('rto_min_ms'):

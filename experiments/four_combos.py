@@ -25,7 +25,7 @@ in-graph steps) and the dropped gradients of the synchronous job. Rows are marke
 their range is apart from the first combination's, and the conclusion lists which differences
 are real and which are within noise.
 
-  python -m experiments.four_combos --plot=combos.png    # all four, 3 repeats: 11 min on 2 cores
+  python -m experiments.four_combos --plot=combos.png    # all four, 3 repeats: 5.7 min on 2 cores
   python -m experiments.four_combos --combo=in_graph_async --num_replicas=4 --repeats=5
 """
 from tfhp import startup

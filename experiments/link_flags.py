@@ -1,5 +1,6 @@
-"""The flags of how emulated links behave (`tfhp.launcher.links.LinkOptions`), for the studies
-that run jobs on them; the launcher has the same flags (`python -m tfhp.launch --help`)."""
+"""The flags of how emulated links behave, for the studies that run jobs on them: the rows of
+`tfhp.launcher.links.OPTIONS` that set `LinkOptions` (`links.SETTINGS`), as the launcher's
+options are."""
 from absl import flags
 
 from tfhp.launcher import links
@@ -8,16 +9,10 @@ FLAGS = flags.FLAGS
 
 
 def define():
-    """Defines --link_queue, --link_rto_min_ms, --link_port_buffer, --link_congestion_control."""
-    flags.DEFINE_enum('link_queue', 'fair', links.HOST_QUEUES, 'How each task\'s NIC queues '
-                      'what it sends (tfhp.launcher.links).')
-    flags.DEFINE_integer('link_rto_min_ms', None, 'The tasks\' least TCP retransmission '
-                         'timeout (tfhp.launcher.links; default: the kernel\'s 200 ms).')
-    flags.DEFINE_string('link_port_buffer', None, 'Each switch port\'s queue, tc sizes '
-                        '(1.25mb; default: 20 ms of the rate).')
-    flags.DEFINE_string('link_congestion_control', None, 'The tasks\' TCP congestion control, '
-                        'one the host allows in a namespace '
-                        '(net.ipv4.tcp_allowed_congestion_control; default: the host\'s).')
+    """Defines --link_port_buffer and --link_congestion_control (`links.SETTINGS`)."""
+    for name in links.SETTINGS:
+        text = links.OPTIONS[name]
+        flags.DEFINE_string(name, None, text[0].upper() + text[1:] + '.')
 
 
 def options():
@@ -26,15 +21,12 @@ def options():
     Raises:
       ValueError: a value that cannot work, naming its flag.
     """
-    return links.LinkOptions(host_queue=FLAGS.link_queue, rto_min_ms=FLAGS.link_rto_min_ms,
-                             port_buffer_bytes=(links.parse_size(FLAGS.link_port_buffer)
-                                                if FLAGS.link_port_buffer else None),
-                             congestion_control=FLAGS.link_congestion_control)
+    return links.link_options({name: FLAGS[name].value for name in links.SETTINGS})
 
 
 def record(link_options):
     """The fields a study's record keeps of its jobs' link options."""
-    return {'link_queue': link_options.host_queue, 'rto_min_ms': link_options.rto_min_ms,
-            'port_buffer_bytes': link_options.port_buffer_bytes,
+    # link_queue: the one queue there is now, so that records read as the older ones do.
+    return {'link_queue': 'fair', 'port_buffer_bytes': link_options.port_buffer_bytes,
             'congestion_control': link_options.congestion_control or
                                   links.congestion_control()}

@@ -1,15 +1,14 @@
-"""Each worker's pull, compute and push in one traced step, behind a fair NIC queue and a FIFO one.
+"""Each worker's pull, compute and push in one traced step, behind the NICs' fair queues.
 
-Runs one synchronous parameter-server job per `--link_queue` value (`tfhp.launcher.links`): W
-workers of a compute profile (`--emulated_compute`), 1 ps, every NIC at --rate. Every worker
-traces timed step --trace_step (`--trace_file` with `{task}`), and the figure draws, per job, a
-row per worker: when its weights arrived (pull), its compute, and when the ps received its
-gradients (push), on one clock (`tfhp.profiling.worker_phases`). Behind one FIFO queue the ps's
-NIC serves its workers nearly in turn: their pulls end far apart, and early workers compute and
-push while the others still pull. Behind a queue per peer their pulls end together, as the step
-model (`tfhp.prediction.step_model`) has them. Writes --plot and an SVG beside it, and one JSON
-line per job (its pull spread, its traced and timed steps, the step model's at the nominal
-rate) to --result_file.
+Runs one synchronous parameter-server job on emulated links (`tfhp.launcher.links`): W workers
+of a compute profile (`--emulated_compute`), 1 ps, every NIC at --rate. Every worker traces
+timed step --trace_step (`--trace_file` with `{task}`), and the figure draws a row per worker:
+when its weights arrived (pull), its compute, and when the ps received its gradients (push), on
+one clock (`tfhp.profiling.worker_phases`). Behind a queue per peer the pulls end together, as
+the step model (`tfhp.prediction.step_model`) has them. (Until commit 52a41b8 it also ran the
+job behind one FIFO queue, `--link_queue=fifo`, where the ps served its workers nearly in turn.)
+Writes --plot and an SVG beside it, and one JSON line (the pull spread, the traced and timed
+steps, the step model's at the nominal rate) to --result_file.
 
   python -m experiments.nic_queue --profile=experiments/profiles/lenet.json --num_workers=6 \\
       --rate=1gbit --plot=docs/img/nic_queue.png
@@ -42,27 +41,25 @@ def _traces(trace_dir):
     return spans
 
 
-def measure(queue, profile, trace_dir):
-    """One traced job behind `queue`; its record and its workers' `Phases`."""
+def measure(profile, trace_dir):
+    """One traced job; its record and its workers' `Phases`."""
     args = profile.tfhp_args(FLAGS.profile) + [
         '--num_batches=%d' % FLAGS.steps, '--num_warmup_batches=%d' % FLAGS.warmup_steps,
         '--trace_file=' + os.path.join(trace_dir, 'step.{task}.json'),
         '--trace_step=%d' % FLAGS.trace_step, '--display_every=1000',
         '--peer_timeout_s=%d' % FLAGS.peer_timeout_s]
     run = common.run_cluster(1, FLAGS.num_workers, args, link_bandwidth=FLAGS.rate,
-                             link_options=links.LinkOptions(host_queue=queue),
                              timeout_s=FLAGS.job_timeout_s)
     if run.error:
-        raise RuntimeError('--link_queue=%s: the job failed: %s' % (queue, run.error))
+        raise RuntimeError('the job failed: %s' % run.error)
     rows = worker_phases.align(_traces(trace_dir))
     if len(rows) != FLAGS.num_workers:
-        raise RuntimeError('--link_queue=%s: %d of %d workers wrote a trace'
-                           % (queue, len(rows), FLAGS.num_workers))
+        raise RuntimeError('%d of %d workers wrote a trace' % (len(rows), FLAGS.num_workers))
     cluster = step_model.Cluster(num_workers=FLAGS.num_workers, num_ps=1,
                                  nic_bps=links.parse_rate(FLAGS.rate))
     predicted = step_model.predict(profile, cluster, apply_s=profile.apply_s).step_s
     ends = sorted(r.pull[1] for r in rows)
-    record = dict(study='nic_queue', link_queue=queue, model=profile.model,
+    record = dict(study='nic_queue', link_queue='fair', model=profile.model,
                   workers=FLAGS.num_workers, rate=FLAGS.rate,
                   global_step_ms=1000.0 / common.cluster_figures(run.summary)[
                       'global_steps_per_sec'],
@@ -79,19 +76,17 @@ def _bars(row):
 
 
 def panel_title(record):
-    return ('--link_queue=%s: pulls end %.0f-%.0f ms (spread %.0f ms); timed step %.0f ms, '
+    return ('%s queues: pulls end %.0f-%.0f ms (spread %.0f ms); timed step %.0f ms, '
             'step model %.0f ms' % (record['link_queue'], record['pull_ends_ms'][0],
                                      record['pull_ends_ms'][-1], record['pull_spread_ms'],
                                      record['global_step_ms'], record['predicted_ms']))
 
 
 def study():
-    """Runs one traced job per queue, writes their records, draws --plot (and its SVG)."""
+    """Runs the traced job, writes its record, draws --plot (and its SVG)."""
     profile = profile_lib.load(FLAGS.profile)
-    measured = []
-    for queue in FLAGS.queues:
-        with tempfile.TemporaryDirectory() as trace_dir:
-            measured.append(measure(queue, profile, trace_dir))
+    with tempfile.TemporaryDirectory() as trace_dir:
+        measured = [measure(profile, trace_dir)]
     records = [record for record, _ in measured]
     common.write_records(records, FLAGS.result_file)
     for r in records:
@@ -111,9 +106,8 @@ if __name__ == '__main__':
                         'A compute profile (python -m tfhp.calibrate).')
     flags.DEFINE_integer('num_workers', 6, 'Workers of each job.')
     flags.DEFINE_string('rate', '1gbit', 'Every NIC\'s rate (tc units; needs root).')
-    flags.DEFINE_list('queues', list(links.HOST_QUEUES), 'The --link_queue of each job.')
     flags.DEFINE_integer('trace_step', 5, 'The timed step every worker traces.')
     flags.DEFINE_integer('peer_timeout_s', 240, 'Each task\'s bound on a silent peer.')
     flags.DEFINE_integer('job_timeout_s', 600, 'Bound on each job, start to end.')
     frame.main(study, steps=10, warmup_steps=3, repeats=None, seed=None,
-               plot='each worker\'s phases behind each queue')
+               plot='each worker\'s phases')

@@ -1,4 +1,5 @@
 """The command line: exit status, messages, and the flags reference (docs/flags.md) kept true."""
+import ast
 import os
 import re
 import subprocess
@@ -116,3 +117,65 @@ def test_helpfull_stays_absls_full_list():
 ])
 def test_asks_for_help(args, asks):
     assert flag_help.asks_for_help(args) is asks
+
+
+# Runs a command's module as `python -m` does, then says at exit whether TensorFlow was imported.
+_HELP_IMPORTS = ('import atexit, runpy, sys; '
+                 'atexit.register(lambda: print("tensorflow imported:", "tensorflow" in '
+                 'sys.modules)); sys.argv = [sys.argv[1], "--help"]; '
+                 'runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)')
+
+
+@pytest.mark.parametrize('module, first_flag', [
+    ('tfhp', '--model'), ('tfhp.predict', '--profile'), ('tfhp.calibrate', '--model')])
+def test_help_exits_0_without_importing_tensorflow(module, first_flag):
+    proc = subprocess.run([sys.executable, '-c', _HELP_IMPORTS, module], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-1] == 'tensorflow imported: False'
+    assert [line.split()[0] for line in lines if line.startswith('  --')][0] == first_flag
+    assert proc.stderr == ''
+
+
+# Every other command: (its section of docs/flags.md, the module that defines its options).
+# argparse commands are read from their --help; absl ones from their DEFINE_* calls.
+_COMMANDS = [
+    ('tfhp.launch', 'argparse'), ('tfhp.sweep', 'argparse'), ('tfhp.search', 'argparse'),
+    ('tfhp.forkserver', 'argparse'), ('tfhp.diagnose', 'tfhp/diagnose.py'),
+    ('tfhp.predict', 'tfhp/predict.py'), ('tfhp.calibrate', 'tfhp/calibrate.py'),
+    ('tfhp.trace', 'tfhp/trace.py'), ('tfhp.kernels', 'tfhp/kernels.py'),
+    ('tfhp.reconnect', 'tfhp/reconnect.py'), ('tfhp.ensemble', 'tfhp/ensemble/__main__.py'),
+    ('tfhp.data', 'tfhp/data/__main__.py'),
+]
+
+
+def _defined_options(command, source):
+    if source == 'argparse':
+        proc = subprocess.run([sys.executable, '-m', command, '--help'], capture_output=True,
+                              text=True, timeout=120, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        return sorted(set(re.findall(r'^  --(\w+)', proc.stdout, re.M)) - {'help'})
+    with open(os.path.join(ROOT, source)) as f:
+        tree = ast.parse(f.read())
+    return sorted(node.args[0].value for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and ast.unparse(node.func).startswith(
+                      'flags.DEFINE_') and isinstance(node.args[0], ast.Constant))
+
+
+@pytest.mark.parametrize('command, source', _COMMANDS)
+def test_flags_reference_lists_every_option_of_every_command(command, source):
+    with open(os.path.join(ROOT, 'docs', 'flags.md')) as f:
+        reference = f.read()
+    section = re.search(r'^## `%s` options\n((?:.|\n)*?)(?=^## |\Z)' % re.escape(command),
+                        reference, re.M)
+    assert section, 'docs/flags.md has no section "## `%s` options"' % command
+    documented = sorted(re.findall(r'^\| `--(\w+)`', section.group(1), re.M))
+    defined = _defined_options(command, source)
+    assert defined and documented == defined
+
+
+def test_the_launchers_help_lists_at_most_18_options():
+    proc = subprocess.run([sys.executable, '-m', 'tfhp.launch', '--help'], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT)
+    assert len(re.findall(r'^\s*--', proc.stdout, re.M)) <= 18, proc.stdout

@@ -6,11 +6,14 @@ command line in a ```bash block that runs tfhp, the launcher, an experiment scri
 example must name an existing module or file, and every `--flag` it passes must be defined by
 the program that reads it. Pure Python, no TensorFlow: fast.
 """
+import ast
 import glob
 import os
 import re
 
 import pytest
+
+from tfhp.launcher import links
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = ['README.md'] + sorted(
@@ -63,8 +66,11 @@ def test_relative_links_resolve(page):
 def _defined(relpath):
     """Flag names a program defines: absl DEFINE_*('name', ...) and argparse '--name'."""
     text = _read(relpath)
-    return (set(re.findall(r"DEFINE_\w+\(\s*'(\w+)'", text)) |
-            set(re.findall(r"add_argument\(\s*'--(\w+)'", text)))
+    names = (set(re.findall(r"DEFINE_\w+\(\s*'(\w+)'", text)) |
+             set(re.findall(r"add_argument\(\s*'--(\w+)'", text)))
+    if 'links.OPTIONS.items()' in text:  # the links' options, from their one table
+        names |= set(links.OPTIONS)
+    return names
 
 
 def _tfhp_flags():
@@ -154,6 +160,23 @@ def _module_map():
     text = _read('docs/design.md')
     start = text.index('## Module map')
     return re.search(r'```\n(.*?)```', text[start:], re.S).group(1)
+
+
+def _packages():
+    return sorted(os.path.relpath(os.path.dirname(p), ROOT)
+                  for p in glob.glob(os.path.join(ROOT, 'tfhp', '*', '__init__.py')))
+
+
+@pytest.mark.parametrize('package', _packages())
+def test_each_packages_docstring_names_its_modules(package):
+    """A package's docstring is its table of contents: each module is named in it."""
+    with open(os.path.join(ROOT, package, '__init__.py')) as f:
+        contents = ast.get_docstring(ast.parse(f.read())) or ''
+    modules = sorted(name[:-len('.py')] for name in os.listdir(os.path.join(ROOT, package))
+                     if name.endswith('.py') and name != '__init__.py')
+    missing = [m for m in modules if not re.search(r'(?<![\w.])%s\b' % re.escape(m), contents)]
+    assert not missing, '%s/__init__.py names %d of its %d modules; add %s' % (
+        package, len(modules) - len(missing), len(modules), ', '.join(missing))
 
 
 def test_the_module_map_names_every_module():

@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tfhp import benchmark
-from tfhp import calibrate
+from tfhp import calibration
 from tfhp import config as config_lib
 from tfhp import timing
 from tfhp.emulation import model as emulated_model
@@ -69,7 +69,7 @@ def _profile(model, data_name, seconds_per_layer):
     cfg = config_lib.BenchmarkConfig(model=config_lib.ModelConfig(name=model, num_classes=10),
                                      data=config_lib.DataConfig(data_name=data_name))
     spec = registry.get(model, data_name)
-    variables = calibrate.model_variables(spec, cfg, 2, spec.image_size, 10)
+    variables = calibration.model_variables(spec, cfg, 2, spec.image_size, 10)
     layers = tuple(profile_lib.Layer(name, tuple(vs), seconds_per_layer, seconds_per_layer)
                    for name, vs in profile_lib.group_layers(variables))
     return profile_lib.ComputeProfile(model, 2, layers, 'test'), variables
@@ -100,7 +100,7 @@ def test_a_sliced_profile_has_the_sliced_models_variables_and_the_same_times():
     cfg = config_lib.BenchmarkConfig(model=config_lib.ModelConfig(
         name='lenet', num_classes=10, layer_slice_bytes=262144))
     spec = registry.get('lenet')
-    sliced_model = calibrate.model_variables(spec, cfg, 2, spec.image_size, 10)
+    sliced_model = calibration.model_variables(spec, cfg, 2, spec.image_size, 10)
     sliced = profile.sliced(262144)
     # dense0's 6.4 MB in 26 slices, each a layer; the others as they were.
     assert [v for layer in sliced.layers for v in layer.variables] == sliced_model

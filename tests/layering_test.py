@@ -33,7 +33,8 @@ LAYERS = [
     ('tfhp.devices', 'tfhp.optimizers', 'tfhp.loops', 'tfhp.launcher'),
     ('tfhp.evaluation',),
     ('tfhp.benchmark',),
-    ('tfhp.cluster',),
+    # calibration: a compute profile from a run of the model alone.
+    ('tfhp.cluster', 'tfhp.calibration'),
     # Entry points.
     ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace', 'tfhp.calibrate',
      'tfhp.predict'),

@@ -138,23 +138,24 @@ def test_the_model_reproduces_a_job_on_fair_queues_at_the_links_goodput():
 
 
 def test_the_grid_reads_a_profile_and_places_ps_tasks_beside_the_workers():
-    from tfhp import predict
+    from tfhp.prediction import grid
     profile = profile_lib.load(os.path.join(os.path.dirname(__file__), 'data',
                                             'resnet20_profile.json'))
-    records = predict.grid(profile, [1, 4], [1, 2], ['500mbit'], 'parameter_server')
+    records = grid.records(profile, [1, 4], [1, 2], [('500mbit', 500e6)], 'parameter_server')
     assert [(r['ps'], r['workers']) for r in records] == [(1, 1), (1, 4), (2, 1), (2, 4)]
     # More workers on one ps at 500 Mbit/s: each step waits longer for its weights.
     assert records[1]['step_ms'] > records[0]['step_ms'] and records[1]['efficiency'] < 1
     assert records[3]['step_ms'] < records[1]['step_ms']  # a second ps halves the busiest NIC
     # --colocate_ps: 2 ps tasks on the 4 workers' hosts; each host with a shard sends it to
     # the 3 others, and the 2 hosts without one receive everything, as the launcher places them.
-    colocated = predict.grid(profile, [4], [2], ['500mbit'], 'parameter_server',
-                             colocate_ps=True)[0]
+    colocated = grid.records(profile, [4], [2], [('500mbit', 500e6)],
+                             'parameter_server', colocate_ps=True)[0]
     held = placement.ps_gradient_bytes(profile, 2)
     busiest = max(sum(held), 3 * max(held))
     assert colocated['pull_ms'] == pytest.approx(1000 * busiest * 8 / 500e6)
     with pytest.raises(ValueError, match='--ps=2 is more than --workers=1'):
-        predict.grid(profile, [1], [2], ['500mbit'], 'parameter_server', colocate_ps=True)
+        grid.records(profile, [1], [2], [('500mbit', 500e6)], 'parameter_server',
+                     colocate_ps=True)
 
 
 def test_the_emulated_cluster_study_reports_its_worst_workers_compute():

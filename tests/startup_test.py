@@ -73,3 +73,34 @@ def test_a_clone_root_named_tfhp_in_the_working_directory_is_refused(tmp_path, c
         assert 'cd elsewhere' in proc.stderr and 'pip install <clone>' in proc.stderr
     else:
         assert (proc.returncode, proc.stdout) == (0, 'prepared\n'), proc.stderr
+
+
+# TensorFlow's libraries log "oneDNN custom operations are on" as they load, straight to stderr
+# at any TF_CPP_MIN_LOG_LEVEL (once per library: twice); TF_ENABLE_ONEDNN_OPTS=1 turns oneDNN on
+# as a CPU with AVX512_VNNI does by default.
+_IMPORT = ('from tfhp import startup; startup.prepare_process(); import sys; '
+           'import tensorflow; '
+           'print(type(sys.modules["tensorflow"].__loader__).__name__)')
+
+
+@pytest.mark.parametrize('level, notices', [(None, 0), ('0', 2)])
+def test_tensorflows_import_keeps_to_the_log_level(level, notices):
+    env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
+    env.update(TF_ENABLE_ONEDNN_OPTS='1', PYTHONPATH=REPO)
+    if level is not None:  # the user wants TensorFlow's start-up lines
+        env['TF_CPP_MIN_LOG_LEVEL'] = level
+    done = subprocess.run([sys.executable, '-c', _IMPORT], env=env, capture_output=True,
+                          text=True, timeout=180, check=True)
+    assert done.stderr.count('oneDNN custom operations are on') == notices, done.stderr
+    assert done.stdout.split() == ['SourceFileLoader']  # the module's own loader, put back
+
+
+def test_below_level_drops_absls_early_lines_under_the_level_and_keeps_the_rest():
+    text = ('WARNING: All log messages before absl::InitializeLog() is called are written to '
+            'STDERR\n'
+            'I0000 00:00:17.5 12 port.cc:153] oneDNN custom operations are on.\n'
+            'E0000 00:00:17.6 12 x.cc:1] a real error\n'
+            'a Python warning\n')
+    assert startup.below_level(text, 2) == ('E0000 00:00:17.6 12 x.cc:1] a real error\n'
+                                            'a Python warning\n')
+    assert startup.below_level(text, 0) == text

@@ -124,6 +124,42 @@ def test_batch_group_size_line_reads_groups_of_batches(tmp_path, capsys):
     assert len(losses) == 3 and all(np.isfinite(losses)), out
 
 
+# benchmark_cnn_distributed_test's evaluations: a distributed run's training flags, evaluated in
+# one local process. (the flags, the lines tfhp prints about them)
+EVAL_LINES = [
+    ('--staged_vars --eval', ["tfhp: --staged_vars stages the training step's reads of the "
+                              "variables; --eval takes no training step: no effect"]),
+    ('--staged_vars --cross_replica_sync=false --eval',
+     ["tfhp: --staged_vars stages the training step's reads of the variables; --eval takes no "
+      "training step: no effect",
+      'tfhp: --cross_replica_sync=false makes training steps asynchronous; --eval takes no '
+      'training step: no effect']),
+    ('--variable_update=distributed_all_reduce --all_reduce_spec=pscpu:2k:xring --eval',
+     ['tfhp: --variable_update=distributed_all_reduce needs a cluster; in one process its '
+      'checkpoint is evaluated as --variable_update=replicated']),
+    ('--variable_update=distributed_replicated --eval',
+     ['tfhp: --variable_update=distributed_replicated needs a cluster; in one process its '
+      'checkpoint is evaluated as --variable_update=replicated']),
+]
+
+
+def test_a_distributed_runs_evaluation_lines_run_in_one_process(tmp_path, capsys):
+    common = ['--model=lenet', '--image_size=28', '--batch_size=2', '--train_dir=%s' % tmp_path]
+    _assert_result_line(*_in_process(common + ['--num_batches=2', '--num_warmup_batches=1'],
+                                     capsys))
+    evaluation = common + ['--eval_batch_size=2', '--num_eval_batches=2']
+    status, plain, err = _in_process(evaluation + ['--eval'], capsys)
+    _assert_result_line(status, plain, err)
+    accuracy = re.findall(r'^Accuracy @ 1 = .*$', plain, re.M)
+    assert len(accuracy) == 1 and not plain.startswith('tfhp:')
+    for line, said in EVAL_LINES:
+        status, out, err = _in_process(evaluation + line.split(), capsys)
+        _assert_result_line(status, out, err)
+        assert out.splitlines()[:len(said)] == said
+        # The same checkpoint, the same batches: what a plain --eval of it scores.
+        assert re.findall(r'^Accuracy @ 1 = .*$', out, re.M) == accuracy, line
+
+
 # The lines run as `python -m tfhp`: (the line, the flags appended here).
 SUBPROCESS = {
     # TensorFlow's "optimizing for CPU" guide (its --data_dir dropped: synthetic data).

@@ -16,9 +16,7 @@ Prints one JSON line: the profile's model, batch, compute seconds, images/sec an
 """
 import dataclasses
 import json
-import statistics
 import sys
-import time
 
 from tfhp import startup
 
@@ -26,15 +24,9 @@ startup.prepare_process()  # before TensorFlow is imported
 
 from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
-import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
-from tfhp import compat
 from tfhp import config as config_lib
-from tfhp import session as session_lib
-from tfhp import tower
-from tfhp.emulation import profile as profile_lib
-from tfhp.ops import scopes
+from tfhp import flag_help
 
 FLAGS = flags.FLAGS
 
@@ -56,56 +48,6 @@ def _define_flags():
     flags.DEFINE_string('device_name', '', 'The device of --device_images_per_sec, for the record.')
 
 
-def model_variables(spec, cfg, batch_size, image_size, num_classes):
-    """The model's `profile.Variable`s in creation order, built alone in a scratch graph."""
-    with tf.Graph().as_default():
-        shape = ([batch_size, image_size, image_size, 3] if cfg.model.data_format == 'NHWC' else
-                 [batch_size, 3, image_size, image_size])
-        model_fn = tower.make_model_fn(spec, num_classes, cfg.model.data_format,
-                                       cfg.model.fuse_batchnorm,
-                                       slice_bytes=cfg.model.layer_slice_bytes)
-        model_fn(tf.zeros(shape), tf.zeros([batch_size], tf.int32))
-        trainable = {v.op.name for v in tf.trainable_variables()}
-        return [profile_lib.Variable(v.op.name, tuple(v.shape.as_list()),
-                                     v.dtype.base_dtype.name, v.op.name in trainable)
-                for v in tf.global_variables()]
-
-
-def calibrate(cfg, steps, warmup_steps):
-    """The ComputeProfile of cfg's model, from a run of it alone in this process."""
-    built = benchmark.build(cfg)
-    with tf.Session(graph=built.graph, config=built.session_config) as sess:
-        sess.run(built.init)
-        sess.run(built.post_init_ops)
-        for _ in range(warmup_steps):
-            sess.run(built.ops.train_op)
-        times = []
-        for _ in range(steps):
-            start = time.perf_counter()
-            sess.run(built.ops.train_op)
-            times.append(time.perf_counter() - start)
-        _, metadata = session_lib.run_traced(sess, built.ops.train_op)
-    op_seconds = {}
-    for device in metadata.step_stats.dev_stats:
-        for node in device.node_stats:
-            op_seconds[node.node_name] = (op_seconds.get(node.node_name, 0.0) +
-                                          node.all_end_rel_micros / 1e6)
-    total = sum(op_seconds.values())
-    towers = sum(s for name, s in op_seconds.items() if '/forward/' in name or
-                 '/backward/' in name)
-    update = sum(s for name, s in op_seconds.items() if name.startswith(scopes.APPLY + '/'))
-    step_s = statistics.median(times)
-    spec = benchmark.model_spec(cfg)
-    variables = model_variables(spec, cfg, built.batch_size, built.image_size,
-                                cfg.model.num_classes)
-    return profile_lib.from_op_times(
-        cfg.model.name, built.batch_size, variables, op_seconds, step_s * towers / total,
-        'traced on this machine: median of %d steps %.4f s, forward+backward %.1f%% and '
-        'update %.1f%% of op time' % (steps, step_s, 100.0 * towers / total,
-                                       100.0 * update / total),
-        apply_s=step_s * update / total)
-
-
 def main(argv):
     del argv
     if not FLAGS.output:
@@ -120,8 +62,11 @@ def main(argv):
             data=config_lib.DataConfig(data_name=FLAGS.data_name),
             run=config_lib.RunConfig(num_batches=FLAGS.steps,
                                      num_warmup_batches=FLAGS.warmup_steps))
+        # TensorFlow is imported only for a run (--help imports none of it).
+        from tfhp import calibration  # pylint: disable=g-import-not-at-top
+        from tfhp import compat  # pylint: disable=g-import-not-at-top
         compat.enable_graph_mode()
-        profile = calibrate(cfg, FLAGS.steps, FLAGS.warmup_steps)
+        profile = calibration.calibrate(cfg, FLAGS.steps, FLAGS.warmup_steps)
     except config_lib.ConfigError as e:
         print('tfhp.calibrate: error: %s' % e, file=sys.stderr)
         return 2
@@ -141,7 +86,8 @@ def main(argv):
 def run_main():
     """Console-script entry point."""
     _define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=lambda argv: flag_help.parse(
+        argv, __doc__, [('flags', FLAGS.get_flags_for_module(__name__))]))
 
 
 if __name__ == '__main__':

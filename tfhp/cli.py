@@ -239,8 +239,9 @@ flags.DEFINE_enum('cluster_resolver', 'auto', CLUSTER_RESOLVERS, 'Where this tas
                   'cluster: flags (--job_name, ...), tf_config (TF_CONFIG), slurm (srun\'s '
                   'SLURM_* variables); auto: the flags if --job_name is given, else TF_CONFIG '
                   'if set, else one process.')
-flags.DEFINE_integer('num_ps', 1, '--cluster_resolver=slurm: the first this many Slurm tasks '
-                     '(ranks) are ps tasks, the rest workers.')
+# slurm_num_ps, not num_ps: the launcher's --num_ps starts ps tasks; this one names some of srun's.
+flags.DEFINE_integer('slurm_num_ps', 1, '--cluster_resolver=slurm: the first this many Slurm '
+                     'tasks (ranks) are ps tasks, the rest workers.')
 flags.DEFINE_integer('slurm_port_base', 8888, '--cluster_resolver=slurm: the port of the '
                      'first task on each node; the node\'s next tasks take the next ports.')
 flags.DEFINE_enum('job_name', '', ('',) + config_lib.JOB_NAMES,
@@ -256,8 +257,6 @@ flags.DEFINE_boolean('cross_replica_sync', True,
                      'Synchronous steps; false: every worker (or replica) applies alone.')
 flags.DEFINE_integer('replicas_to_aggregate', None, 'Gradients per synchronous step; fewer '
                      'than the workers leaves spare replicas. Default: every worker.')
-flags.DEFINE_integer('total_num_replicas', None, 'Workers in synchronous steps (default and '
-                     'only allowed value: every worker).')
 flags.DEFINE_list('straggler_workers', [], 'Worker indices slowed by --straggler_delay_ms '
                   'every step (experiments).')
 flags.DEFINE_float('straggler_delay_ms', 0.0, 'Injected delay per step on --straggler_workers.')
@@ -355,7 +354,7 @@ def _resolver(values, environ):
     if resolver in ('tf_config', 'slurm') and given:
         raise config_lib.ConfigError('--cluster_resolver=%s reads this task from the '
                                      'environment; drop --%s' % (resolver, given[0]))
-    slurm_flags = [name for name in ('num_ps', 'slurm_port_base') if values[name].present]
+    slurm_flags = [name for name in ('slurm_num_ps', 'slurm_port_base') if values[name].present]
     if resolver != 'slurm' and slurm_flags:
         raise config_lib.ConfigError('--%s applies to --cluster_resolver=slurm only'
                                      % slurm_flags[0])
@@ -379,8 +378,44 @@ def _resolver(values, environ):
     return 'flags'
 
 
-def _cluster_config(values, environ):
-    """The ClusterConfig of the cluster flags, TF_CONFIG or Slurm's environment (_resolver)."""
+# tf_cnn_benchmarks evaluates a distributed run in one local process with the run's training
+# flags (benchmark_cnn_distributed_test). So does --eval here: a flag that shapes only the
+# training step or a cluster job is taken as tf_cnn_benchmarks takes it, in a line that says so.
+# Rows: (whether the flags set it, the flag values --eval runs with instead, the line).
+_ONE_PROCESS_EVAL = (
+    (lambda v: v.staged_vars, lambda v: {'staged_vars': False},
+     lambda v: '--staged_vars stages the training step\'s reads of the variables; --eval '
+               'takes no training step: no effect'),
+    (lambda v: not v.cross_replica_sync, lambda v: {'cross_replica_sync': True},
+     lambda v: '--cross_replica_sync=false makes training steps asynchronous; --eval takes no '
+               'training step: no effect'),
+    (lambda v: modes.strategy(v.variable_update).evaluated_as,
+     lambda v: {'variable_update': modes.strategy(v.variable_update).evaluated_as},
+     lambda v: '--variable_update=%s needs a cluster; in one process its checkpoint is '
+               'evaluated as --variable_update=%s' % (
+                   v.variable_update, modes.strategy(v.variable_update).evaluated_as)),
+)
+
+
+def one_process_eval(values, environ):
+    """What --eval in one process takes differently (`_ONE_PROCESS_EVAL`): (the flag values to
+    use instead, {name: value}; the lines saying why, to print). Nothing for other runs."""
+    if not values.eval or values.job_name or _resolver(values, environ) != 'flags':
+        return {}, []
+    rows = [row for row in _ONE_PROCESS_EVAL if row[0](values)]
+    instead = {name: value for _, given, _ in rows for name, value in given(values).items()}
+    return instead, ['tfhp: %s' % line(values) for _, _, line in rows]
+
+
+def _fields(cls, values):
+    """The entries of `values` that name fields of dataclass `cls`."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {name: value for name, value in values.items() if name in names}
+
+
+def _cluster_config(values, environ, instead):
+    """The ClusterConfig of the cluster flags, TF_CONFIG or Slurm's environment (_resolver);
+    `instead`: flag values that replace the flags' (`one_process_eval`)."""
     resolver = _resolver(values, environ)
     if resolver == 'flags':
         hosts = dict(job_name=values.job_name, task_index=values.task_index,
@@ -389,7 +424,7 @@ def _cluster_config(values, environ):
     elif resolver == 'tf_config':
         hosts = tf_config.cluster_fields(environ['TF_CONFIG'])
     else:
-        hosts = slurm.cluster_fields(environ, values.num_ps, values.slurm_port_base)
+        hosts = slurm.cluster_fields(environ, values.slurm_num_ps, values.slurm_port_base)
     try:
         stragglers = tuple(int(w) for w in values.straggler_workers)
     except ValueError:
@@ -397,11 +432,12 @@ def _cluster_config(values, environ):
                                      % ','.join(values.straggler_workers)) from None
     # A strategy that names its graph mode (tf_cnn_benchmarks' distributed_all_reduce) sets it
     # unless --graph_mode says otherwise.
-    implied = modes.strategy(values.variable_update).graph_mode
+    implied = modes.strategy(instead.get('variable_update', values.variable_update)).graph_mode
     graph_mode = (implied if implied and not values['graph_mode'].present else
                   values.graph_mode)
     return _section(config_lib.ClusterConfig, values, straggler_workers=stragglers,
-                    graph_mode=graph_mode, **hosts, **_transfer_fields(values))
+                    graph_mode=graph_mode, **hosts, **_transfer_fields(values),
+                    **_fields(config_lib.ClusterConfig, instead))
 
 
 def config_from_flags(values, environ=None):
@@ -415,14 +451,17 @@ def config_from_flags(values, environ=None):
     if values.num_epochs is not None and values['num_batches'].present:
         raise config_lib.ConfigError('--num_epochs and --num_batches both set the length of '
                                      'the run; use one')
+    environ = environ or {}
+    instead, _ = one_process_eval(values, environ)
     return config_lib.BenchmarkConfig(
         model=_section(config_lib.ModelConfig, values, name=values.model),
         optimizer=_section(config_lib.OptimizerConfig, values),
         device=_section(config_lib.DeviceConfig, values),
-        replication=_section(config_lib.ReplicationConfig, values),
+        replication=_section(config_lib.ReplicationConfig, values,
+                             **_fields(config_lib.ReplicationConfig, instead)),
         run=_section(config_lib.RunConfig, values),
         profile=_section(config_lib.ProfileConfig, values),
-        cluster=_cluster_config(values, environ or {}),
+        cluster=_cluster_config(values, environ, instead),
         data=_section(config_lib.DataConfig, values),
         staleness=_section(config_lib.StalenessConfig, values),
         precision=_section(config_lib.PrecisionConfig, values),
@@ -475,6 +514,8 @@ def main(argv):
     except config_lib.ConfigError as e:
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
+    for line in one_process_eval(FLAGS, os.environ)[1]:
+        print(line)
     os.environ.update(runtime_environment(cfg, os.environ))
     stop = None
     if cfg.cluster.enabled:
@@ -529,12 +570,9 @@ flags to these."""
 
 def _parse_flags(argv):
     """absl's parsing, except that --help (-h, -?, --helpshort) prints this command's flags in
-    their groups and exits 0: absl's lists a console script's flags only under --helpfull."""
-    if flag_help.asks_for_help(argv[1:]):
-        print(flag_help.format_help(USAGE, flag_help.grouped(
-            FLAGS.get_flags_for_module(__name__), HELP_GROUPS, hidden=HIDDEN_FLAGS)))
-        sys.exit(0)
-    return app.parse_flags_with_usage(argv)
+    their groups and exits 0 (`flag_help.parse`)."""
+    return flag_help.parse(argv, USAGE, flag_help.grouped(
+        FLAGS.get_flags_for_module(__name__), HELP_GROUPS, hidden=HIDDEN_FLAGS))
 
 
 def run_main():

@@ -65,10 +65,11 @@ flags.DEFINE_string('plot', None, 'Also draw the report (stage breakdown, step t
 flags.DEFINE_integer('num_worker_tasks', 0, 'Cluster mode: diagnose a job of this many worker '
                      'tasks on this machine (0: one process).')
 flags.DEFINE_integer('num_ps_tasks', 1, 'Cluster mode: ps tasks of the job.')
-flags.DEFINE_string('link_bandwidth', None, 'Cluster mode: every task\'s NIC rate (tc units: '
-                    '200mbit, 1gbit); needs root and iproute2.')
-flags.DEFINE_string('ps_link_bandwidth', None, 'Cluster mode: the ps tasks\' NIC rate '
-                    '(default: --link_bandwidth).')
+# The rates, as the launcher's options are (`links.OPTIONS`).
+flags.DEFINE_string('link_bandwidth', None,
+                    'Cluster mode: %s.' % links_lib.OPTIONS['link_bandwidth'])
+flags.DEFINE_string('ps_link_bandwidth', None,
+                    'Cluster mode: %s.' % links_lib.OPTIONS['ps_link_bandwidth'])
 flags.DEFINE_float('job_timeout_s', 900.0, 'Cluster mode: bound on each job.')
 flags.DEFINE_integer('repeats', 1, 'Cluster mode: run the jobs this many times (seeds '
                      '--tf_random_seed + r) and report each figure as median [min-max].')

@@ -3,10 +3,13 @@
 absl's `--help` lists the flags of the main module only, and a console script (`tfhp`) or
 `python -m tfhp` defines none there: it printed one line and no flag. Its full list,
 `--helpfull`, mixes in absl's own flags and every library's. Here a command lists the flags it
-defines, group by group, with their defaults; `--helpfull` stays absl's. Pure
-Python (absl's flag objects are only read).
+defines, group by group, with their defaults; `--helpfull` stays absl's. It imports absl's
+app only (absl's flag objects are only read), so a command's help imports no TensorFlow.
 """
+import sys
 import textwrap
+
+from absl import app
 
 # The spellings absl reads as a request for its short help (--help, -?, --helpshort), and -h.
 HELP_ARGS = ('--help', '-help', '-?', '--helpshort', '-helpshort', '-h')
@@ -94,3 +97,14 @@ def format_help(usage, groups, width=100):
             lines += _flag_lines(flag, width)
         lines.append('')
     return '\n'.join(lines)
+
+
+def parse(argv, usage, groups):
+    """absl's parsing of `argv` (`app.parse_flags_with_usage`), except
+    that a request for help prints `format_help(usage, groups)` and exits 0: absl's --help
+    exits 1 and lists a console script's flags only under --helpfull. A command passes this as
+    `app.run`'s flags_parser and imports TensorFlow only after it, so that help is quick."""
+    if asks_for_help(argv[1:]):
+        print(format_help(usage, groups))
+        sys.exit(0)
+    return app.parse_flags_with_usage(argv)

@@ -48,9 +48,6 @@ def _parse(argv):
     parser.add_argument('--timeout_s', type=float, default=600.0, help='bound on the job')
     parser.add_argument('--result_file', default=None,
                         help='append the job\'s JSON result line here')
-    parser.add_argument('--link_bandwidth', default=None,
-                        help='give every task a network namespace and a NIC of this rate, '
-                        'shaped both ways (tc rates: 1gbit, 200mbit; needs root and iproute2)')
     parser.add_argument('--default_malloc', action='store_true',
                         help='run the tasks with glibc\'s default malloc settings instead of '
                         'two arenas and mapped large buffers (a third less memory per task)')
@@ -59,29 +56,12 @@ def _parse(argv):
                         'resumes from the chief\'s last checkpoint and ends at its target '
                         'global step (needs --train_dir and --save_model_steps or '
                         '--save_model_secs; default 0: a fault ends the job)')
-    parser.add_argument('--ps_link_bandwidth', default=None,
-                        help='the ps tasks\' NIC rate (default: --link_bandwidth)')
     parser.add_argument('--colocate_ps', action='store_true',
                         help='on links, run ps task k on worker k\'s host, sharing its NIC '
                         '(servers beside the workers, as BytePS places them; needs '
                         '--link_bandwidth and --num_ps <= --num_workers)')
-    parser.add_argument('--link_queue', default=None, choices=links.HOST_QUEUES,
-                        help='how each task\'s NIC queues what it sends: fair (a queue per '
-                        'peer, served in turn, as a host\'s NIC is) or fifo (one queue: the '
-                        'TCP flow that opened first keeps most of the link); default fair')
-    parser.add_argument('--link_rto_min_ms', type=int, default=None,
-                        help='the tasks\' least TCP retransmission timeout on links, in ms '
-                        '(default: the kernel\'s 200 ms). Where W workers push to one ps its '
-                        'port drops packets (incast) and a timeout idles a sender this long; '
-                        'data centres lower it')
-    parser.add_argument('--link_port_buffer', default=None,
-                        help='each switch port\'s queue (a task\'s download) in bytes, tc '
-                        'sizes: 1.25mb, 256kb (default: 20 ms of the rate). Where W workers '
-                        'push to one ps a shallow port overflows (incast)')
-    parser.add_argument('--link_congestion_control', default=None,
-                        help='the tasks\' TCP congestion control on links, one the kernel '
-                        'offers: cubic, reno, bbr (default: the host\'s). BBR flows that '
-                        'share a ps port and idle between chunks use less of it')
+    for name, text in links.OPTIONS.items():
+        parser.add_argument('--' + name, default=None, help=text)
     parser.add_argument('--inject', action='append', default=[], metavar='KIND:TASK@STEP',
                         help='inject a fault when the chief reaches a global step: '
                         'kill:worker1@15, pause:ps0@15+2 (SIGSTOP for 2 s), '
@@ -99,16 +79,11 @@ def _parse(argv):
         parser.error('--max_restarts must be >= 0')
     if args.ps_link_bandwidth and not args.link_bandwidth:
         parser.error('--ps_link_bandwidth needs --link_bandwidth')
-    for option in ('link_queue', 'link_rto_min_ms', 'link_port_buffer',
-                   'link_congestion_control'):
+    for option in links.SETTINGS:
         if getattr(args, option) is not None and not args.link_bandwidth:
             parser.error('--%s needs --link_bandwidth' % option)
     try:
-        args.link_options = links.LinkOptions(
-            host_queue=args.link_queue or 'fair', rto_min_ms=args.link_rto_min_ms,
-            port_buffer_bytes=(links.parse_size(args.link_port_buffer)
-                               if args.link_port_buffer else None),
-            congestion_control=args.link_congestion_control)
+        args.link_options = links.link_options(vars(args))
     except ValueError as e:
         parser.error(str(e))
     try:
@@ -148,11 +123,9 @@ def _print_summary(summary):
                      link['tcp_retransmits'], link['tcp_timeouts']))
     if 'links' in summary:
         report = summary['links']
-        print('[launch] links: %s queue per task\'s NIC, switch ports of %s, TCP %s with a '
-              'least retransmission timeout of %s' % (
-                  report['host_queue'], '%d bytes' % report['port_buffer_bytes']
-                  if report['port_buffer_bytes'] else '20 ms of the rate', report['tcp'],
-                  '%d ms' % report['rto_min_ms'] if report['rto_min_ms'] else '200 ms'))
+        print('[launch] links: a fair queue per task\'s NIC, switch ports of %s, TCP %s' % (
+            '%d bytes' % report['port_buffer_bytes'] if report['port_buffer_bytes'] else
+            '20 ms of the rate', report['tcp']))
     if summary.get('links', {}).get('incast'):
         cause = summary['links']['incast']
         print('[launch] incast: %s\'s switch port dropped %d packets, and TCP timed out %.1f '

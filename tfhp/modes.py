@@ -84,6 +84,8 @@ class Strategy:
       graph_mode: the graph mode a cluster job of this strategy runs in when --graph_mode is
         left out ('': the flag's default, between_graph).
       doc: one line for --help and the docs.
+      evaluated_as: a strategy that needs a cluster: the one --eval in one process builds
+        instead, as tf_cnn_benchmarks evaluates a distributed run ('': itself).
     """
     name: str
     one_graph: bool
@@ -104,6 +106,7 @@ class Strategy:
     aggregates: bool = True
     graph_mode: str = ''
     doc: str = ''
+    evaluated_as: str = ''
 
     def runs_in(self, mode):
         """Whether this strategy runs in GraphMode `mode`."""
@@ -124,17 +127,20 @@ STRATEGIES = {s.name: s for s in (
              needs_cluster=True, uses_ps=True, asynchronous=True, spares=True,
              pipelines=True, downlink_deltas=True, ps_transfer='pull_clocked',
              worker_copies=True,
-             doc='a local copy per worker, master copies on the ps tasks'),
+             doc='a local copy per worker, master copies on the ps tasks',
+             evaluated_as='replicated'),
     # tf_cnn_benchmarks' name for replicated across a cluster's workers in one graph, which its
     # command lines give without a graph mode: the row implies it.
     Strategy('distributed_all_reduce', one_graph=True, graph_per_worker=False,
              needs_cluster=True, tower_all_reduce=True, graph_mode=IN_GRAPH,
              doc='replicated across the workers in one graph (tf_cnn_benchmarks\' name): one '
                  'client (--controller_host, else worker 0) all-reduces every tower\'s '
-                 'gradients (--all_reduce_spec); implies --graph_mode=in_graph'),
+                 'gradients (--all_reduce_spec); implies --graph_mode=in_graph',
+             evaluated_as='replicated'),
     Strategy('collective_all_reduce', one_graph=False, graph_per_worker=True,
              needs_cluster=True, worker_all_reduce=True,
-             doc='every worker holds the variables; gradients all-reduced among the workers'),
+             doc='every worker holds the variables; gradients all-reduced among the workers',
+             evaluated_as='replicated'),
 )}
 DEFAULT_STRATEGY = 'parameter_server'
 

@@ -16,15 +16,18 @@ workers, a line per (ps, rate), with linear scaling.
 import json
 import sys
 
-from absl import app
+from tfhp import startup
+
+startup.prepare_process()  # before TensorFlow is imported
+
+from absl import app  # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
+from tfhp import flag_help
 from tfhp import modes
 from tfhp import plots
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import links
-from tfhp.prediction import placement
-from tfhp.prediction import step_model
 
 FLAGS = flags.FLAGS
 
@@ -55,58 +58,24 @@ def _define_flags():
     flags.DEFINE_string('plot', None, 'Draw images/sec against workers here (needs matplotlib).')
 
 
-def grid(profile, workers, ps_counts, rates, variable_update, towers_per_worker=1,
-         bus_bps=None, ps_bps=None, synchronous=True, protocol_s=0.0, fusion_bucket_bytes=0,
-         partition_min_bytes=0, colocate_ps=False):
-    """One record per (rate, ps, workers): the setting and its Prediction's figures; each ps
-    task holds the bytes tfhp's placement gives it (`placement.ps_gradient_bytes`), on its own
-    host or (colocate_ps) on a worker's."""
-    records = []
-    uses_ps = modes.strategy(variable_update).uses_ps
-    for rate in rates:
-        bps = links.parse_rate(rate)
-        for ps in ps_counts:
-            held = (tuple(placement.ps_gradient_bytes(profile, ps, partition_min_bytes))
-                    if uses_ps else None)
-            for w in workers:
-                if colocate_ps and uses_ps and ps > w:
-                    raise ValueError('--colocate_ps puts ps task k on worker k\'s host: '
-                                     '--ps=%d is more than --workers=%d' % (ps, w))
-                if colocate_ps and uses_ps and ps_bps:
-                    raise ValueError('--ps_rate cannot apply with --colocate_ps: the ps tasks '
-                                     'share their workers\' NICs')
-                cluster = step_model.Cluster(num_workers=w, towers_per_worker=towers_per_worker,
-                                             num_ps=ps, nic_bps=bps, ps_nic_bps=ps_bps,
-                                             bus_bps=bus_bps, protocol_s=protocol_s,
-                                             ps_gradient_bytes=held,
-                                             ps_on_workers=colocate_ps and uses_ps)
-                p = step_model.predict(profile, cluster, variable_update, synchronous,
-                                       apply_s=profile.apply_s,
-                                       fusion_bucket_bytes=fusion_bucket_bytes)
-                records.append({'model': profile.model, 'update': variable_update,
-                                'rate': rate, 'ps': ps, 'workers': w,
-                                'step_ms': 1000 * p.step_s, 'images_per_sec': p.images_per_sec,
-                                'speedup': p.speedup, 'efficiency': p.efficiency,
-                                'alone_images_per_sec': p.images_per_sec / p.speedup,
-                                'pull_ms': 1000 * p.pull_s, 'push_tail_ms': 1000 * p.push_tail_s,
-                                'update_ms': 1000 * p.update_s})
-    return records
-
-
 def main(argv):
     del argv
     if not FLAGS.profile:
         print('tfhp.predict: error: --profile is required', file=sys.stderr)
         return 2
+    # The placement imports TensorFlow (the replication package): only for a run, not --help.
+    from tfhp.prediction import grid  # pylint: disable=g-import-not-at-top
     try:
         profile = profile_lib.load(FLAGS.profile)
-        records = grid(profile, [int(w) for w in FLAGS.workers], [int(k) for k in FLAGS.ps],
-                       FLAGS.rates, FLAGS.variable_update, FLAGS.towers_per_worker,
-                       links.parse_rate(FLAGS.bus_rate) if FLAGS.bus_rate else None,
-                       links.parse_rate(FLAGS.ps_rate) if FLAGS.ps_rate else None,
-                       FLAGS.cross_replica_sync, FLAGS.protocol_ms / 1000.0,
-                       FLAGS.fusion_bucket_bytes, FLAGS.partition_min_bytes,
-                       FLAGS.colocate_ps)
+        records = grid.records(
+            profile, [int(w) for w in FLAGS.workers], [int(k) for k in FLAGS.ps],
+            [(rate, links.parse_rate(rate)) for rate in FLAGS.rates],
+            FLAGS.variable_update, FLAGS.towers_per_worker,
+            links.parse_rate(FLAGS.bus_rate) if FLAGS.bus_rate else None,
+            links.parse_rate(FLAGS.ps_rate) if FLAGS.ps_rate else None,
+            FLAGS.cross_replica_sync, FLAGS.protocol_ms / 1000.0,
+            FLAGS.fusion_bucket_bytes, FLAGS.partition_min_bytes,
+            FLAGS.colocate_ps)
     except ValueError as e:
         print('tfhp.predict: error: %s' % e, file=sys.stderr)
         return 2
@@ -144,7 +113,8 @@ def plot(records, path, profile):
 def run_main():
     """Console-script entry point."""
     _define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=lambda argv: flag_help.parse(
+        argv, __doc__, [('flags', FLAGS.get_flags_for_module(__name__))]))
 
 
 if __name__ == '__main__':

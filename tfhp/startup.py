@@ -8,7 +8,14 @@
                            TensorFlow skips that import. So every process of a job or a study
                            starts that much sooner.
 
-A value the user set wins. Library modules never call this (importing tfhp has no side
+A value the user set wins. TF_CPP_MIN_LOG_LEVEL does not reach what TensorFlow's libraries
+log while they load: each of two (libtensorflow_framework and the profiler plugin, which links
+its own copy) logs "oneDNN custom operations are on" from a static initializer, before absl's
+logging is set up, so straight to stderr at any level. `prepare_process` therefore also applies
+the level to `import tensorflow`'s own output (`QuietImport`): the start-up lines under it are
+dropped, the rest written back.
+
+Library modules never call this (importing tfhp has no side
 effects); the processes an entry point starts (`python -m tfhp`) call it themselves.
 
 It also refuses a shadowed package: a directory named `tfhp` without tfhp's modules (a clone's
@@ -21,8 +28,11 @@ such a process at once, naming the directory.
 the entry point prepared the process, 'imported' once TensorFlow and tfhp were imported, a
 cluster worker's 'peers' and 'graph'), for a task's start-up breakdown.
 """
+import importlib.util
 import os
+import re
 import sys
+import tempfile
 import time
 
 SETTINGS = (('TF_CPP_MIN_LOG_LEVEL', '2'), ('TF_USE_LEGACY_KERAS', '1'))
@@ -78,11 +88,80 @@ def refuse_shadowing(package):
         sys.exit(2)
 
 
+# A line absl logs before its logging is set up ('I1129 06:17:01.52 123 port.cc:153] ...') and
+# the notice absl prints once before the first such line.
+_ABSL_LINE = re.compile(r'^([IWEF])\d{4} ')
+_ABSL_PREAMBLE = 'WARNING: All log messages before absl::InitializeLog() is called'
+_SEVERITY = {'I': 0, 'W': 1, 'E': 2, 'F': 3}
+
+
+def below_level(text, level):
+    """`text` (what a library wrote to stderr as it loaded) without the lines TensorFlow's own
+    logging would drop at TF_CPP_MIN_LOG_LEVEL=`level`: absl's lines of a lower severity, and
+    absl's preamble unless the level is 0."""
+    kept = []
+    for line in text.splitlines(keepends=True):
+        severity = _ABSL_LINE.match(line)
+        if level > 0 and line.startswith(_ABSL_PREAMBLE):
+            continue
+        if severity and _SEVERITY[severity.group(1)] < level:
+            continue
+        kept.append(line)
+    return ''.join(kept)
+
+
+class _QuietLoader:
+    """Runs a module's loader with file descriptor 2 in a temporary file, then writes back what
+    `below_level` keeps (Python's own writes to stderr included)."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        level = int(os.environ.get('TF_CPP_MIN_LOG_LEVEL', '0') or 0)
+        sys.stderr.flush()
+        saved = os.dup(2)
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 2)
+            try:
+                self._loader.exec_module(module)
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+                os.close(saved)
+                captured.seek(0)
+                text = captured.read().decode('utf-8', 'replace')
+                sys.stderr.write(below_level(text, level))
+                sys.stderr.flush()
+                # The module keeps the loader it would have had.
+                module.__loader__ = module.__spec__.loader = self._loader
+
+
+class QuietImport:
+    """A finder for sys.meta_path: the next `import tensorflow` loads through `_QuietLoader`.
+    It takes itself off the path at that import."""
+
+    def find_spec(self, name, path=None, target=None):  # pylint: disable=unused-argument
+        if name != 'tensorflow':
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _QuietLoader(spec.loader)
+        return spec
+
+
 def prepare_process():
     """Sets SETTINGS in this process's environment where the user did not; call it before
-    anything imports TensorFlow. Refuses a shadowed tfhp (`refuse_shadowing`). Marks
-    'started'."""
+    anything imports TensorFlow; TensorFlow's import then keeps to TF_CPP_MIN_LOG_LEVEL
+    (`QuietImport`). Refuses a shadowed tfhp (`refuse_shadowing`). Marks 'started'."""
     refuse_shadowing(sys.modules['tfhp'])
     mark('started')
     for name, value in SETTINGS:
         os.environ.setdefault(name, value)
+    if 'tensorflow' not in sys.modules and not any(
+            isinstance(finder, QuietImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, QuietImport())

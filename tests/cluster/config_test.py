@@ -29,7 +29,6 @@ def _cluster(**fields):
     ({'job_name': 'worker', 'ps_hosts': ('127.0.0.1:2001',)}, 'more than one task'),
     ({'job_name': 'chief'}, '--job_name must be one of'),
     ({'job_name': 'worker', 'replicas_to_aggregate': 3}, '--replicas_to_aggregate=3'),
-    ({'job_name': 'worker', 'total_num_replicas': 4}, '--total_num_replicas=4'),
     ({'job_name': 'worker', 'straggler_workers': (5,)}, '--straggler_workers [5]'),
     ({'job_name': 'worker', 'controller_host': '127.0.0.1:2003'}, '--graph_mode=in_graph'),
     ({'job_name': ''}, 'need --job_name'),

@@ -35,8 +35,8 @@ def test_a_job_on_shaped_links_reports_its_traffic_and_leaves_nothing(tmp_path, 
     report = json.loads(result.read_text())['links']
     ps, worker = report['tasks']['ps 0'], report['tasks']['worker 0']
     assert (ps['link_bps'], worker['link_bps']) == (1e8, 2e8)
-    assert report['host_queue'] == 'fair' and report['tcp'] == links.congestion_control()
-    assert report['rto_min_ms'] is None and report['port_buffer_bytes'] is None  # defaults
+    assert report['tcp'] == links.congestion_control()
+    assert report['port_buffer_bytes'] is None  # the default
     # Every step each worker reads the 49,355 float32 variables (197 KB) from the ps and sends
     # back a gradient of that size; the ps moves both workers' share.
     assert worker['bytes_received_per_step'] > 197e3 and worker['bytes_sent_per_step'] > 197e3

@@ -106,8 +106,8 @@ def test_the_steps_variables_come_before_the_jobs(scontrol):
      'names 2'),
     ({'SLURM_STEP_TASKS_PER_NODE': '2(x2)'}, 1,
      "SLURM_STEP_TASKS_PER_NODE='2.x2.' adds up to 4 task.s. but SLURM_STEP_NUM_TASKS=3"),
-    ({}, 3, '--num_ps=3 must be 0 to 2: a worker among the SLURM_STEP_NUM_TASKS=3 task'),
-    ({}, -1, '--num_ps=-1 must be 0 to 2'),
+    ({}, 3, '--slurm_num_ps=3 must be 0 to 2: a worker among the SLURM_STEP_NUM_TASKS=3 task'),
+    ({}, -1, '--slurm_num_ps=-1 must be 0 to 2'),
     # Cyclic distribution puts rank 1 on node2 as its first task: not where block order says.
     ({'SLURM_LOCALID': '0'}, 1, 'SLURM_LOCALID=0, but rank 1 is local task 1 of node1 .*'
      'srun --distribution=block'),
@@ -136,7 +136,7 @@ def _config(argv, environ):
 
 
 def test_the_slurm_resolver_makes_the_cluster_config(scontrol):
-    cluster = _config(['--cluster_resolver=slurm', '--num_ps=1', '--slurm_port_base=7000',
+    cluster = _config(['--cluster_resolver=slurm', '--slurm_num_ps=1', '--slurm_port_base=7000',
                        '--replicas_to_aggregate=1'], dict(STEP, SLURM_PROCID='1')).cluster
     assert cluster == config_lib.ClusterConfig(
         job_name='worker', task_index=0, ps_hosts=('node1:7000',),
@@ -151,7 +151,7 @@ def test_the_slurm_resolver_makes_the_cluster_config(scontrol):
      '--cluster_resolver=slurm reads this task from the environment; drop --job_name'),
     (['--cluster_resolver=tf_config', '--ps_hosts=h:1'], {'TF_CONFIG': '{}'},
      'drop --ps_hosts'),
-    (['--num_ps=2'], {}, '--num_ps applies to --cluster_resolver=slurm only'),
+    (['--slurm_num_ps=2'], {}, '--slurm_num_ps applies to --cluster_resolver=slurm only'),
     (['--cluster_resolver=flags', '--slurm_port_base=1'], {},
      '--slurm_port_base applies to --cluster_resolver=slurm only'),
     (['--cluster_resolver=tf_config'], {}, '--cluster_resolver=tf_config needs the TF_CONFIG'),
@@ -176,7 +176,7 @@ def _srun_task(rank, port_base, *args):
     environ = dict(os.environ, SLURM_PROCID=str(rank), SLURM_STEP_NODELIST='local[1-2]',
                    SLURM_STEP_NUM_TASKS='3', SLURM_STEP_TASKS_PER_NODE='2,1')
     return subprocess.Popen(
-        [sys.executable, '-m', 'tfhp', '--cluster_resolver=slurm', '--num_ps=1',
+        [sys.executable, '-m', 'tfhp', '--cluster_resolver=slurm', '--slurm_num_ps=1',
          '--slurm_port_base=%d' % port_base] + jobs.SMALL + list(args),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=jobs.ROOT,
         env=environ, start_new_session=True)
@@ -201,10 +201,10 @@ def test_a_task_started_as_srun_does_serves_at_its_slurm_address(scontrol):
 
 
 def test_a_task_with_bad_slurm_variables_exits_2_naming_them(scontrol):
-    proc = _srun_task(1, 8888, '--num_ps=3')  # a repeated flag: the last one counts
+    proc = _srun_task(1, 8888, '--slurm_num_ps=3')  # a repeated flag: the last one counts
     output = proc.communicate(timeout=60)[0]
     assert proc.returncode == 2, output[-2000:]
     assert output.strip().splitlines()[-1] == (
-        'tfhp: error: Slurm: --num_ps=3 must be 0 to 2: a worker among the '
+        'tfhp: error: Slurm: --slurm_num_ps=3 must be 0 to 2: a worker among the '
         'SLURM_STEP_NUM_TASKS=3 task(s)')
     assert 'Traceback' not in output

@@ -9,6 +9,9 @@ watching, emulated links) are the launcher's (`tfhp.launcher`); neither imports 
   progress.py      a worker's step counting: warm-up, timed steps, the common end (pure Python)
   serving_task.py  a task that only serves (ps tasks, in-graph workers other than the client)
   client.py        the in-graph client
+  container_client.py  a worker that is a client of its own, in a resource container
+  inference.py     a between-graph worker timing --forward_only on the ps tasks' variables
+  events.py        the cluster events a task sees, a line each and in its result
   servers.py       a task's server, waiting for peers, the ps-exit protocol
   task_session.py  a task's session: hooks, a fast bounded start, no recovery
   liveness.py      progress counters and descriptions every task publishes; the peer watch

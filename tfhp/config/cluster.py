@@ -33,8 +33,7 @@ class ClusterConfig:
       cross_replica_sync: synchronous steps (SyncReplicasOptimizer or all-reduce); False:
         every worker applies its own gradients as soon as they are ready.
       replicas_to_aggregate: gradients that make one synchronous step (None: every worker);
-        fewer than total_num_replicas leaves the rest as spare (backup) replicas.
-      total_num_replicas: workers taking part in synchronous steps (None: every worker).
+        fewer than the workers leaves the rest as spare (backup) replicas.
       straggler_workers: worker indices slowed by straggler_delay_ms every step.
       straggler_delay_ms: injected delay, for experiments on stragglers and spares.
       straggler_mode: 'compute': the delay is an op inside the step, on the worker's device,
@@ -74,7 +73,6 @@ class ClusterConfig:
     graph_mode: str = modes.BETWEEN_GRAPH
     cross_replica_sync: bool = True
     replicas_to_aggregate: Optional[int] = None
-    total_num_replicas: Optional[int] = None
     straggler_workers: Tuple[int, ...] = ()
     straggler_delay_ms: float = 0.0
     straggler_mode: str = 'compute'
@@ -114,9 +112,6 @@ class ClusterConfig:
         errors.require(self.mode.one_graph or not self.controller_host,
                        '--controller_host needs --graph_mode=in_graph')
         num_workers = len(self.worker_hosts)
-        errors.require(self.total_num_replicas in (None, num_workers),
-                       '--total_num_replicas=%s but --worker_hosts lists %d worker(s)',
-                       self.total_num_replicas, num_workers)
         errors.require(self.replicas_to_aggregate is None or
                        1 <= self.replicas_to_aggregate <= num_workers,
                        '--replicas_to_aggregate=%s must be in 1..%d (the number of workers)',

@@ -121,14 +121,14 @@ def cluster_fields(environ, num_ps, port_base):
       environ: the process environment (a mapping): SLURM_PROCID, SLURM_STEP_NUM_TASKS (or
         SLURM_NTASKS), SLURM_STEP_NODELIST (or SLURM_JOB_NODELIST), SLURM_STEP_TASKS_PER_NODE
         (or SLURM_TASKS_PER_NODE), and SLURM_LOCALID if set, to check the distribution.
-      num_ps: how many of the first ranks are ps tasks (--num_ps).
+      num_ps: how many of the first ranks are ps tasks (--slurm_num_ps).
       port_base: the port of local rank 0 on every node (--slurm_port_base).
     Returns:
       A dict with job_name, task_index, ps_hosts, worker_hosts and controller_host, as
       tfhp.config.tf_config.cluster_fields returns.
     Raises:
       tfhp.config.ConfigError: a variable missing or malformed, variables that disagree with
-        each other, or a --num_ps that leaves no worker; the message names them.
+        each other, or a --slurm_num_ps that leaves no worker; the message names them.
     """
     rank = _integer(*_variable(environ, ('SLURM_PROCID',)))
     tasks_name, tasks_value = _variable(environ, _NUM_TASKS)
@@ -146,7 +146,7 @@ def cluster_fields(environ, num_ps, port_base):
     if not 0 <= rank < count:
         raise _error('SLURM_PROCID=%d is outside the %d task(s) of %s', rank, count, tasks_name)
     if not 0 <= num_ps < count:
-        raise _error('--num_ps=%d must be 0 to %d: a worker among the %s=%d task(s)',
+        raise _error('--slurm_num_ps=%d must be 0 to %d: a worker among the %s=%d task(s)',
                      num_ps, count - 1, tasks_name, count)
     if not 1 <= port_base <= 65536 - max(per_node):
         raise _error('--slurm_port_base=%d: ports %d-%d (%d task(s) on a node) must lie in '

@@ -12,26 +12,22 @@ Traffic from task k to task j is bound by k's upload and j's download, like two 
 switch. Without `netem`, links add no latency beyond the tbf queues (20 ms of the rate each,
 a host's at least `MIN_HOST_QUEUE_BYTES`, or the port buffer's bytes).
 
-How a task's upload queues what waits for the link (`host_queue`):
-  fair  a queue per peer, served in turn (an htb of one class per peer under the tbf; htb serves
-        classes of one priority by deficit round robin), each queue bounded like tbf's own.
-        A host's NIC is fair among its flows: Linux's default fq_codel, and a multi-queue NIC
-        that hashes flows to queues it serves in turn. So when a ps sends W workers their
-        weights at once, they arrive together. Unlike fq_codel the queues drop by length, not
-        by delay (this kernel has no codel module).
-  fifo  tbf's one queue: whichever TCP flow opened its window first keeps most of the link. A
-        ps's pull then serves workers nearly in turn: lenet, 4 workers at 1 Gbit/s, one
-        worker's weights came at 93 ms and the other three's at 204-221 ms (docs/results.md).
-A task's download (the switch port) is one FIFO queue either way, as a switch's port is, of
+A task's upload queues what waits for the link fairly: a queue per peer, served in turn (an htb
+of one class per peer under the tbf; htb serves classes of one priority by deficit round robin),
+each queue bounded like tbf's own. A host's NIC is fair among its flows: Linux's default
+fq_codel, and a multi-queue NIC that hashes flows to queues it serves in turn. So when a ps sends
+W workers their weights at once, they arrive together. Unlike fq_codel the queues drop by
+length, not by delay (this kernel has no codel module). (tbf's one queue, where the TCP flow
+that opened first kept most of the link, was `--link_queue=fifo` until commit 52a41b8.)
+A task's download (the switch port) is one FIFO queue, as a switch's port is, of
 20 ms of the rate unless `LinkOptions.port_buffer_bytes` sizes it as a switch's buffer is sized,
 in bytes. Where many senders meet one receiver (W workers pushing to a ps) that port overflows
 (incast): 16 workers pushing into a 100 Mbit/s ps port of 250 KB (20 ms) ran steps 23% longer
 than the step model's, losing hundreds of packets a step; with 1.25 MB, within 5% of it
 (docs/results.md). A sender whose loss only a timeout reveals idles for its retransmission
-timeout, at least 200 ms on Linux where a round trip here is under 1 ms;
-`LinkOptions.rto_min_ms` lowers that floor on every task's routes (`ip route ... rto_min`), as
-data centres do against incast (it did not help the job above). `losses` counts the drops and
-the timeouts either way. Each namespace's TCP congestion control is the host's default (here
+timeout, at least 200 ms on Linux where a round trip here is under 1 ms (a lower floor, as data
+centres set against incast, cut no step of the job above: `--link_rto_min_ms` until commit
+52a41b8). `losses` counts the drops and the timeouts. Each namespace's TCP congestion control is the host's default (here
 BBR) unless `LinkOptions.congestion_control` sets another (the pipelined push-pull's steps were
 0-8% shorter with CUBIC at 1 Gbit/s; docs/results.md).
 
@@ -76,8 +72,6 @@ _MIN_BURST_BYTES = 65536
 # rate together with 5, 20 and 50 ms; 20 ms keeps the added queueing delay small.
 _LATENCY = '20ms'
 _LATENCY_S = 0.020
-# The queue disciplines of a task's upload (module doc).
-HOST_QUEUES = ('fair', 'fifo')
 # What a peer's class lends in one turn: a 64 KiB GSO packet.
 _QUANTUM = '65536'
 # The classes' buckets: tc's default (rate / HZ) rounds to a few bytes here; the tbf above
@@ -117,9 +111,6 @@ class LinkOptions:
     """How the emulated hosts and switch behave, beyond the rates (module doc).
 
     Attributes:
-      host_queue: how each task's upload queues, one of HOST_QUEUES.
-      rto_min_ms: the least TCP retransmission timeout on every task's routes, whole
-        milliseconds; None: the kernel's, 200 ms.
       port_buffer_bytes: each switch port's queue (a task's download), bytes; None: 20 ms of
         the task's rate. At least one 64 KiB GSO packet and its headers.
       congestion_control: the TCP congestion control of every task's connections, one the
@@ -129,20 +120,10 @@ class LinkOptions:
       ValueError: a value that cannot work; the message names the attribute and the
         launcher's flag for it.
     """
-    host_queue: str = 'fair'
-    rto_min_ms: Optional[int] = None
     port_buffer_bytes: Optional[int] = None
     congestion_control: Optional[str] = None
 
     def __post_init__(self):
-        if self.host_queue not in HOST_QUEUES:
-            raise ValueError('host_queue (--link_queue) is %r; it must be one of %s'
-                             % (self.host_queue, ', '.join(HOST_QUEUES)))
-        if self.rto_min_ms is not None and not (isinstance(self.rto_min_ms, int)
-                                                and self.rto_min_ms >= 1):
-            raise ValueError('rto_min_ms (--link_rto_min_ms) is %r; it must be a whole number '
-                             'of milliseconds, at least 1 (None: the kernel\'s 200 ms)'
-                             % (self.rto_min_ms,))
         if self.port_buffer_bytes is not None and self.port_buffer_bytes < MIN_PORT_BUFFER_BYTES:
             raise ValueError('port_buffer_bytes (--link_port_buffer) is %r; a port must hold at '
                              'least %d bytes (a 64 KiB GSO packet as its frames), or None for '
@@ -153,6 +134,35 @@ class LinkOptions:
             raise ValueError('congestion_control (--link_congestion_control) is %r; it must '
                              'name one of the kernel\'s algorithms, e.g. cubic, or be None for '
                              'the host\'s default' % (self.congestion_control,))
+
+
+# The options of emulated links, each defined once: the launcher's argparse options, the absl
+# flags of tfhp.diagnose and of the studies (experiments/link_flags.py) are made from these rows.
+# {the option without '--': its help}; every default is None (loopback, or the kernel's).
+OPTIONS = {
+    'link_bandwidth': 'every task\'s NIC rate, in a network namespace of its own, shaped both '
+                      'ways (tc rates: 1gbit, 200mbit; needs root and iproute2)',
+    'ps_link_bandwidth': 'the ps tasks\' NIC rate (default: --link_bandwidth)',
+    'link_port_buffer': 'each switch port\'s queue (a task\'s download) in bytes, tc sizes: '
+                        '1.25mb, 256kb (default: 20 ms of the rate). Where W workers push to '
+                        'one ps a shallow port overflows (incast)',
+    'link_congestion_control': 'the tasks\' TCP congestion control on links, one the kernel '
+                               'offers: cubic, reno, bbr (default: the host\'s). BBR flows that '
+                               'share a ps port and idle between chunks use less of it',
+}
+# The OPTIONS that set LinkOptions (`link_options`); the others are the rates.
+SETTINGS = ('link_port_buffer', 'link_congestion_control')
+
+
+def link_options(values):
+    """The LinkOptions of option values, {option name: its text or None}.
+
+    Raises:
+      ValueError: a value that cannot work, naming its option.
+    """
+    buffer = values.get('link_port_buffer')
+    return LinkOptions(port_buffer_bytes=parse_size(buffer) if buffer else None,
+                       congestion_control=values.get('link_congestion_control'))
 
 
 def _quantity(text, pattern, units, what, hint):
@@ -485,17 +495,11 @@ class EmulatedNetwork:
             _must(['ip', '-n', namespace, 'addr', 'add', '%s/%d' % (self._ips[task], prefixlen),
                    'dev', 'eth0'])
             _must(['ip', '-n', namespace, 'link', 'set', 'eth0', 'up'])
-            if self.options.rto_min_ms:
-                # The subnet's route, as the address made it, with the timeout's floor added.
-                route = _must(['ip', '-n', namespace, 'route', 'show', 'dev', 'eth0']).split()
-                _must(['ip', '-n', namespace, 'route', 'replace'] + route + [
-                    'dev', 'eth0', 'rto_min', '%dms' % self.options.rto_min_ms])
             _must(_tbf(namespace, 'eth0', rates[task],  # the task's upload
                        floor_bytes=MIN_HOST_QUEUE_BYTES))
-            if self.options.host_queue == 'fair':
-                peers = [self._ips[t] for t in self.tasks if t != task]
-                for argv in _fair_queue(namespace, 'eth0', rates[task], peers):
-                    _must(argv)
+            peers = [self._ips[t] for t in self.tasks if t != task]
+            for argv in _fair_queue(namespace, 'eth0', rates[task], peers):
+                _must(argv)
             _must(_tbf(hub, port, rates[task],  # the task's download
                        limit_bytes=self.options.port_buffer_bytes))
 
@@ -550,9 +554,7 @@ class EmulatedNetwork:
 
     def sent_bytes_by_peer(self, task):
         """{peer task: bytes the task's upload passed to it}, from the fair queue's classes
-        (whole frames, as `shaped_bytes` counts them); None with host_queue 'fifo'."""
-        if self.options.host_queue != 'fair':
-            return None
+        (whole frames, as `shaped_bytes` counts them)."""
         out = _must(['tc', '-n', self.namespace(task), '-s', '-j', 'qdisc', 'show', 'dev',
                      'eth0'])
         by_class = {q.get('parent'): q['bytes'] for q in json.loads(out) if q['kind'] == 'bfifo'}

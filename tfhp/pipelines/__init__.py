@@ -3,6 +3,15 @@
 `make_pipeline` is the one place a data configuration is turned into a pipeline: synthetic
 data without a data directory, else the RecordInput pipeline or, with `use_datasets`, the
 tf.data one.
+
+  base.py               the Pipeline interface and InputSpec
+  synthetic.py          device-resident synthetic batches; constant.py, a constant batch
+  records.py            RecordInput -> parse -> preprocess -> one batch per tower
+  datasets.py           the tf.data variant
+  software_pipeline.py  a chain of stages: warm-up by prefix, drain
+  preprocessing.py      per-example transforms (decode, crop, flip, normalise)
+  example_format.py     the record layout, defined once
+  input_only.py         the input alone, timed (--input_only)
 """
 import tensorflow.compat.v1 as tf
 

@@ -6,7 +6,11 @@ from them (`analysis`: busy/idle per device, time per stage, critical path, over
 text form (`report`), stepping through a pipelined graph's warm-up (`stepping`), TensorBoard
 summaries (`summaries`), the bottleneck verdict of `python -m tfhp.diagnose` (`bottleneck`),
 writing the graph and the per-device graphs the runtime ran (`graphs`) and tfprof profiles of
-steps (`tfprof`).
+steps (`tfprof`); time intervals and their overlap (`intervals`), what the links take at least
+and the cluster verdict over repeats (`link_bound`), the oneDNN kernels of a run from its
+verbose log (`onednn_log`), a traced step's compute and all-reduce by row (`timeline`), a
+traced ps step's compute, pushes, applies and pulls by row (`push_pull`), and every worker's
+pull, compute and push on one clock (`worker_phases`).
 
 Stages are recognised from the name scopes of `tfhp.ops.scopes` alone, so the analyser knows
 nothing about any particular pipeline, model or variable manager.

@@ -12,7 +12,7 @@ is read from the transfers and stages that one worker's trace holds:
 A phase is [its first op's start, its last op's end]; the compute ops' own intervals are kept
 too (`busy`), since with emulated compute the first layers' waits start before the last
 weights arrive. How far apart the pulls end says how fairly the ps's NIC served its workers
-(`tfhp.launcher.links`, `--link_queue`).
+(`tfhp.launcher.links`).
 """
 import collections
 import re

@@ -1,6 +1,20 @@
 """Variable managers. `make_variable_manager` builds the one a strategy names, from the builders
 registered here (`ONE_GRAPH`, `GRAPH_PER_WORKER`); what each strategy supports is its row of
-`tfhp.modes.STRATEGIES`, and no code here compares strategy names."""
+`tfhp.modes.STRATEGIES`, and no code here compares strategy names.
+
+  base.py                    the VariableManager interface, Update, Reduction
+  parameter_server.py, replicated.py, independent.py   one graph's strategies
+  per_tower_copies.py, init_flag.py   a copy per tower; the copies set once from tower 0
+  staged_vars.py             reads through staging areas (--staged_vars)
+  device_setters.py          placement on the ps devices
+  staleness.py               measured staleness and its remedies
+  between graphs: async_replicas.py, sync_replicas.py (the token protocol, spares),
+  distributed_replicated.py, master_copies.py, collective_workers.py, partitioning.py
+  transfer.py                what a worker sends, compressed
+  downlink.py                what the ps sends back, as compressed deltas
+  background_pulls.py        ready queues: each copy's reads wait for its own pull
+  priority_pushes.py         gradients sent in forward order, from sender threads
+"""
 import collections
 import functools
 
