@@ -6,8 +6,8 @@
   worker  a `tf.train.Server` of its own and a graph of its own: a tfhp `Topology` for its
           task, a `ParameterServer` placement (variables on the ps) inside an `AsyncReplicas`
           update (it applies its own gradients, measuring their staleness), the step from
-          `tfhp.step.build_train_step`, and a `tfhp.cluster.task_session.TaskSession` (worker 0
-          initialises, the others wait for it, bounded). It trains --steps steps, tells the
+          `tfhp.runner.step.build_train_step`, and a `tfhp.cluster.task_session.TaskSession`
+          (worker 0 initialises, the others wait for it, bounded). It trains --steps steps, tells the
           ps it is done and exits.
 
 Every wait is bounded by --timeout_s (RunOptions timeouts, the session's start bound), and the
@@ -33,7 +33,7 @@ import numpy as np  # pylint: disable=g-import-not-at-top,wrong-import-position
 import tensorflow.compat.v1 as tf  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 from tfhp import compat
-from tfhp import step as step_lib
+from tfhp.runner import step as step_lib
 from tfhp import topology as topology_lib
 from tfhp.cluster import task_session
 from tfhp.pipelines import constant

@@ -29,7 +29,7 @@ from tfhp import compat
 from tfhp import config as config_lib
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step as step_lib
+from tfhp.runner import step as step_lib
 from tfhp import topology as topology_lib
 from tfhp.pipelines import constant
 

@@ -25,7 +25,7 @@ import tensorflow.compat.v1 as tf
 from experiments import frame
 from experiments import stats
 from tfhp import compat
-from tfhp import devices as devices_lib
+from tfhp.runner import devices as devices_lib
 from tfhp import plots
 from tfhp import provenance
 from tfhp import session as session_lib

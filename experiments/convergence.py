@@ -27,7 +27,7 @@ from experiments import common
 from experiments import presets
 from experiments import stats
 from experiments.figures import accuracy
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp.data import info as info_lib

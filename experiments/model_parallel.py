@@ -26,7 +26,7 @@ from experiments import stats
 from tfhp import compat
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.config import ReplicationConfig
 from tfhp.models import sliced_mlp

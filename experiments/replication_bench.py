@@ -23,7 +23,7 @@ from experiments import common
 from experiments import frame
 from experiments import presets
 from experiments import stats
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp import plots

@@ -19,10 +19,10 @@ import tensorflow.compat.v1 as tf
 
 from experiments import frame
 from experiments import stats
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import compat
 from tfhp import config as config_lib
-from tfhp import devices
+from tfhp.runner import devices
 from tfhp import session as session_lib
 
 FLAGS = flags.FLAGS

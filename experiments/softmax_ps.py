@@ -13,8 +13,8 @@ task (a fixed-size partitioner) and the slices spread over the ps tasks (greedy 
 Each configuration (ps count x softmax) runs in its own process holding an in-process gRPC
 cluster (`tf.train.Server`s on loopback): --num_workers worker tasks and the ps tasks. One
 client drives a replica per worker task, each in its own thread and applying its own gradients
-(asynchronous, as between-graph workers do; `tfhp.async_runner`). Reported: tokens/sec over all
-replicas, step time, the loss before and after, and the bytes each ps task holds. Every
+(asynchronous, as between-graph workers do; `tfhp.runner.async_runner`). Reported: tokens/sec
+over all replicas, step time, the loss before and after, and the bytes each ps task holds. Every
 configuration runs --repeats times (seeds --seed + r: the data and the initial
 weights), in rounds; figures are median [min-max] over the repeats, '*' marking a range apart
 from the same softmax on the fewest ps tasks (experiments/stats.py).
@@ -39,7 +39,7 @@ import tensorflow.compat.v1 as tf
 from experiments import common
 from experiments import frame
 from experiments import stats
-from tfhp import async_runner
+from tfhp.runner import async_runner
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp.launcher import plan

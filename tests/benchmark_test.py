@@ -4,9 +4,9 @@ import json
 import pytest
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
-from tfhp import devices
+from tfhp.runner import devices
 
 
 def test_result_line_holds_figures_and_config(tmp_path):

@@ -42,7 +42,7 @@ def test_unwritable_train_dir_exits_2_before_building(tmp_path):
 
 def test_nchw_refusal_exits_2_naming_the_flag(monkeypatch, capsys):
     # In-process, so the NCHW probe can be faked: whether this CPU runs NCHW is not assumed.
-    from tfhp import devices  # pylint: disable=g-import-not-at-top
+    from tfhp.runner import devices  # pylint: disable=g-import-not-at-top
     monkeypatch.setattr(devices, 'supports_nchw', lambda device: False)
     cli.FLAGS.unparse_flags()
     cli.FLAGS(['tfhp', '--data_format=NCHW', '--model=lenet'])

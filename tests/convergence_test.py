@@ -9,7 +9,7 @@ so a float16 run of lenet would take minutes.
 import pytest
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp.data import synthetic
 from tfhp.models import registry
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
-from tfhp import calibration
+from tfhp.runner import benchmark
+from tfhp.runner import calibration
 from tfhp import config as config_lib
 from tfhp import timing
 from tfhp.emulation import model as emulated_model

@@ -9,10 +9,10 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tests.pipelines import shapes
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import cli
 from tfhp import ensemble
-from tfhp import tower
+from tfhp.runner import tower
 from tfhp.ensemble import __main__ as command
 from tfhp.models import registry
 

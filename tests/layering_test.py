@@ -21,20 +21,18 @@ ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfh
 LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
     ('tfhp', 'tfhp.modes', 'tfhp.counts', 'tfhp.compat', 'tfhp.startup', 'tfhp.timing',
-     'tfhp.loss_scale', 'tfhp.plots', 'tfhp.flag_help', 'tfhp.provenance'),
+     'tfhp.plots', 'tfhp.flag_help', 'tfhp.provenance'),
     # Primitives: graph pieces and values that know no strategy.
-    ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
-     'tfhp.results'),
+    ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session'),
     # emulation: an emulated model slices its layers as the models do (`tfhp.models.slices`).
-    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.tower', 'tfhp.profiling', 'tfhp.emulation'),
+    ('tfhp.pipelines', 'tfhp.replication', 'tfhp.profiling', 'tfhp.emulation'),
     # prediction: the step model loads each ps as the replication's placement does.
-    ('tfhp.data', 'tfhp.step', 'tfhp.prediction'),
-    ('tfhp.config', 'tfhp.async_runner'),
-    ('tfhp.devices', 'tfhp.optimizers', 'tfhp.loops', 'tfhp.launcher'),
-    ('tfhp.evaluation',),
-    ('tfhp.benchmark',),
-    # calibration: a compute profile from a run of the model alone.
-    ('tfhp.cluster', 'tfhp.calibration'),
+    ('tfhp.data', 'tfhp.prediction'),
+    ('tfhp.config',),
+    ('tfhp.launcher',),
+    # The one-process run (its own floors: RUNNER).
+    ('tfhp.runner',),
+    ('tfhp.cluster',),
     # Entry points.
     ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace', 'tfhp.calibrate',
      'tfhp.predict'),
@@ -43,6 +41,18 @@ LAYERS = [
     # tfhp.forkserver imports what every task imports, tfhp.cli included.
     ('tfhp.diagnose', 'tfhp.__main__', 'tfhp.ensemble', 'tfhp.reconnect', 'tfhp.search',
      'tfhp.forkserver'),
+]
+# The runner's modules on floors of their own, bottom first, as LAYERS' units are.
+RUNNER = [
+    ('tfhp.runner', 'tfhp.runner.loss_scale', 'tfhp.runner.results'),
+    ('tfhp.runner.tower',),
+    ('tfhp.runner.step',),
+    ('tfhp.runner.async_runner',),
+    ('tfhp.runner.devices', 'tfhp.runner.optimizers', 'tfhp.runner.loops'),
+    ('tfhp.runner.evaluation',),
+    ('tfhp.runner.benchmark',),
+    # calibration: a compute profile from a run of the model alone.
+    ('tfhp.runner.calibration',),
 ]
 FLOOR = {unit: floor for floor, units in enumerate(LAYERS) for unit in units}
 # Units that must not import each other although their floors would allow one way.
@@ -170,9 +180,21 @@ def test_every_unit_has_a_floor_and_imports_only_below_it():
         assert not crossing, '%s and %s must stay apart: %s' % (a, b, crossing)
 
 
+def test_the_runners_modules_import_only_below_them():
+    graph = _import_graph()
+    floor = {module: f for f, modules in enumerate(RUNNER) for module in modules}
+    runner = {m for m in graph if _unit(m) == 'tfhp.runner'}
+    assert not runner - set(floor), 'give these a floor in RUNNER: %s' % sorted(
+        runner - set(floor))
+    upward = sorted('%s -> %s' % (module, target) for module in runner
+                    for target in graph[module] if target in runner and
+                    floor[target] >= floor[module])
+    assert not upward, 'imports at or above their own floor: %s' % upward
+
+
 def test_no_import_cycle_among_tfhp_modules():
     graph = _import_graph()
-    assert len(graph) > 80 and 'tfhp.benchmark' in graph['tfhp.cluster.worker']
+    assert len(graph) > 80 and 'tfhp.runner.benchmark' in graph['tfhp.cluster.worker']
     assert not _cycles(graph), 'import cycles: %s' % _cycles(graph)
 
 

@@ -3,9 +3,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
-from tfhp import optimizers
+from tfhp.runner import optimizers
 
 
 def _rates(cfg, steps, base=0.1, global_batch=100, epoch=1000):

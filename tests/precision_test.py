@@ -10,12 +10,12 @@ import tensorflow.compat.v1 as tf
 
 from tests import step_test
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
-from tfhp import loss_scale as loss_scale_lib
+from tfhp.runner import loss_scale as loss_scale_lib
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.models import layers
 

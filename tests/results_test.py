@@ -1,5 +1,5 @@
-"""The result record's schema (tfhp.results): its JSON keys are its fields, it reads back what
-it wrote, and a run's record holds the run's numbers in its typed fields."""
+"""The result record's schema (tfhp.runner.results): its JSON keys are its fields, it reads back
+what it wrote, and a run's record holds the run's numbers in its typed fields."""
 import dataclasses
 import json
 
@@ -7,8 +7,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp import benchmark
-from tfhp import results
+from tfhp.runner import benchmark
+from tfhp.runner import results
 
 
 def _every_field():

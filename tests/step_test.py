@@ -4,11 +4,11 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp import benchmark
-from tfhp import optimizers
+from tfhp.runner import benchmark
+from tfhp.runner import optimizers
 from tfhp import replication
 from tfhp import session
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.config import ReplicationConfig
 from tfhp.pipelines import base

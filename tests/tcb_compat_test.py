@@ -24,7 +24,7 @@ import pytest
 from tests import testing
 from tests.pipelines import shapes
 from tfhp import cli
-from tfhp import devices
+from tfhp.runner import devices
 
 TINY = ['--image_size=32', '--batch_size=2', '--num_batches=2', '--num_warmup_batches=1',
         '--display_every=1']

@@ -8,10 +8,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import cli
 from tfhp import config as config_lib
-from tfhp import devices
+from tfhp.runner import devices
 
 
 def _main(args, capsys):

@@ -14,7 +14,7 @@ Glossary (each name means one thing everywhere in the code):
   compute dtype  the dtype towers compute in (float32, float16, bfloat16); the variables a
                tower reads are master copies in their own (variable) dtype, cast where read.
   loss scale   the factor S a float16 tower multiplies its loss by before differentiating and
-               divides its gradients by after (`tfhp.loss_scale`).
+               divides its gradients by after (`tfhp.runner.loss_scale`).
 
 Importing tfhp has no side effects: entry points (the CLI, experiments, tests) call
 `tf.disable_v2_behavior()`, library modules never do.

@@ -63,7 +63,7 @@ def main(argv):
             run=config_lib.RunConfig(num_batches=FLAGS.steps,
                                      num_warmup_batches=FLAGS.warmup_steps))
         # TensorFlow is imported only for a run (--help imports none of it).
-        from tfhp import calibration  # pylint: disable=g-import-not-at-top
+        from tfhp.runner import calibration  # pylint: disable=g-import-not-at-top
         from tfhp import compat  # pylint: disable=g-import-not-at-top
         compat.enable_graph_mode()
         profile = calibration.calibrate(cfg, FLAGS.steps, FLAGS.warmup_steps)

@@ -1,4 +1,4 @@
-"""The `tfhp` command: absl flags -> BenchmarkConfig -> tfhp.benchmark.run.
+"""The `tfhp` command: absl flags -> BenchmarkConfig -> tfhp.runner.benchmark.run.
 
 Flags are read here and nowhere else. Where tf_cnn_benchmarks has a flag for the same thing,
 the name and meaning are the same, so its command lines re-run here. A configuration that cannot
@@ -137,7 +137,7 @@ flags.DEFINE_boolean('staged_vars', False, 'parameter_server: read variables thr
 flags.DEFINE_enum('variable_consistency', 'strong', config_lib.VARIABLE_CONSISTENCIES,
                   'relaxed: weights read one update behind (parameter_server\'s staged reads).')
 _group('Precision')
-# tfhp.loss_scale, tfhp.models.layers: tf_cnn_benchmarks' float16 flags, bfloat16.
+# tfhp.runner.loss_scale, tfhp.models.layers: tf_cnn_benchmarks' float16 flags, bfloat16.
 flags.DEFINE_boolean('use_fp16', False, 'Compute in float16 (float32 master variables).')
 flags.DEFINE_enum('compute_dtype', 'float32', config_lib.COMPUTE_DTYPES,
                   'The dtype towers compute in (float32 master variables).')
@@ -525,7 +525,7 @@ def main(argv):
     # TensorFlow is imported only once the flags and output paths are known to be valid.
     from tfhp import compat  # pylint: disable=g-import-not-at-top
     compat.enable_graph_mode()
-    from tfhp import benchmark  # pylint: disable=g-import-not-at-top
+    from tfhp.runner import benchmark  # pylint: disable=g-import-not-at-top
     startup.mark('imported')
     try:
         # Cluster tasks read --num_batches too: --num_epochs is resolved for every task here.

@@ -39,7 +39,7 @@ startup.prepare_process()  # before TensorFlow is imported
 from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import cli
 from tfhp import compat
 from tfhp import compression

@@ -131,7 +131,7 @@ def _warm_up():
     """Imports what every task imports, so that a fork starts with it."""
     from tfhp import cli  # pylint: disable=g-import-not-at-top,unused-import
     from tfhp import compat  # pylint: disable=g-import-not-at-top,unused-import
-    from tfhp import benchmark  # pylint: disable=g-import-not-at-top,unused-import
+    from tfhp.runner import benchmark  # pylint: disable=g-import-not-at-top,unused-import
     from tfhp.cluster import roles  # pylint: disable=g-import-not-at-top,unused-import
 
 

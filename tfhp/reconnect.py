@@ -26,7 +26,7 @@ from absl import app
 from absl import flags
 import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import cli
 from tfhp import compat
 from tfhp import config as config_lib

@@ -15,7 +15,7 @@ from tfhp import config as config_lib
 from tfhp import modes
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step as step_lib
+from tfhp.runner import step as step_lib
 from tfhp import topology as topology_lib
 from tfhp.ops import scopes
 from tfhp.pipelines import constant

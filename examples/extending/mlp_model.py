@@ -5,7 +5,7 @@ Registered, it is `--model=mlp` for every command of tfhp. The recipe is in docs
 
   python examples/extending/mlp_model.py
 """
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 from tfhp.models import registry
 

@@ -7,7 +7,7 @@ import tensorflow.compat.v1 as tf
 
 from tests.cluster import sync_replicas_test
 from tfhp import compression
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.ops import session_hooks
 from tfhp.replication import distributed_replicated

@@ -16,7 +16,7 @@ from tests.replication import equivalence_test
 from tests.replication import staged_vars_test
 from tfhp import config as config_lib
 from tfhp import replication
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 
 pytestmark = pytest.mark.cluster

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.pipelines import base
 from tfhp.replication import parameter_server

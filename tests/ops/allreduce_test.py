@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tfhp import devices as devices_lib
+from tfhp.runner import devices as devices_lib
 from tfhp import session as session_lib
 from tfhp.compression import cast
 from tfhp.ops import allreduce

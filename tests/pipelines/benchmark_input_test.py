@@ -7,7 +7,7 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tests.pipelines import shapes
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 from tfhp.data import info as info_lib
 

@@ -12,7 +12,7 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tests.data import fake_cifar
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 from tfhp import diagnose
 from tfhp import topology as topology_lib

@@ -9,7 +9,7 @@ import tensorflow.compat.v1 as tf
 from tests.pipelines import shapes
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.config import ReplicationConfig
 from tfhp.ops import record_input

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import cli
 from tfhp import diagnose
 from tfhp.launcher import cpu_load

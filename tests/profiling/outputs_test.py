@@ -10,7 +10,7 @@ from tensorflow.core.framework import step_stats_pb2  # pylint: disable=g-direct
 from tensorflow.core.profiler import tfprof_log_pb2  # pylint: disable=g-direct-tensorflow-import
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 
 

@@ -6,9 +6,9 @@ from tensorflow.python.ops import data_flow_ops  # pylint: disable=g-direct-tens
 
 from tfhp import config as config_lib
 from tfhp import replication
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
-from tfhp import tower
+from tfhp.runner import tower
 from tfhp.models import registry
 from tfhp.ops import scopes
 from tfhp.pipelines import base

@@ -3,7 +3,7 @@ RunMetadata, through TensorBoard's own event reader (its EventAccumulator), not 
 import pytest
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp.profiling import summaries
 
 # The `tensorboard` (and `test`) extra installs it; skip, saying so, only where it is absent.

@@ -4,8 +4,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp import async_runner
-from tfhp import benchmark
+from tfhp.runner import async_runner
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 from tfhp import replication
 from tfhp import session as session_lib

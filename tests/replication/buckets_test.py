@@ -13,10 +13,10 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tests.replication import equivalence_test
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 from tfhp import replication
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.launcher import plan as plan_lib
 

@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 from tfhp import topology as topology_lib
 from tfhp.replication import master_copies

@@ -12,7 +12,7 @@ import tensorflow.compat.v1 as tf
 from tfhp import config as config_lib
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.pipelines import base
 

@@ -11,7 +11,7 @@ from tests.replication import equivalence_test
 from tfhp import config as config_lib
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.replication import collective_workers
 from tfhp.replication import distributed_replicated

@@ -5,7 +5,7 @@ import tensorflow.compat.v1 as tf
 from tfhp import config as config_lib
 from tfhp import replication
 from tfhp import topology as topology_lib
-from tfhp import tower
+from tfhp.runner import tower
 from tfhp.models import registry
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.pipelines import constant
 from tfhp.replication import parameter_server

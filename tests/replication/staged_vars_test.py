@@ -7,7 +7,7 @@ from tests.replication import equivalence_test
 from tfhp import config as config_lib
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 
 RNG = np.random.RandomState(1)

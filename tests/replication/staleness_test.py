@@ -6,13 +6,13 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import counts as counts_lib
 from tfhp import cli
 from tfhp import config as config_lib
 from tfhp import replication
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import topology as topology_lib
 from tfhp.pipelines import constant
 from tfhp.replication import async_replicas

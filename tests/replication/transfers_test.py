@@ -2,7 +2,7 @@
 spellings (--ps_pipeline_bytes, --ps_pull_clock, ...) build the very graph --ps_transfer does."""
 import pytest
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import cli
 from tfhp import config as config_lib
 from tfhp import modes

@@ -2,12 +2,12 @@
 
 The client (the controller, or worker 0) waits for every serving task, builds the ordinary
 one-process benchmark on a cluster-wide `Topology.in_graph` and runs it through its server
-(`tfhp.benchmark.run`), then signals done to the serving tasks. A stop signal ends the job: the
-in-graph loop has no common stop step, so the client signals done and exits.
+(`tfhp.runner.benchmark.run`), then signals done to the serving tasks. A stop signal ends the
+job: the in-graph loop has no common stop step, so the client signals done and exits.
 """
 import signal
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import topology as topology_lib
 from tfhp.cluster import agreement
 from tfhp.cluster import servers

@@ -4,7 +4,7 @@ Many such clients (`tfhp.search`'s points) train at once on one set of ps tasks
 (--serve_clients). Each builds its whole graph in its own resource container (--container), so
 the variables, queues and staging areas it makes on the ps tasks live apart from every other
 client's, even under the same names. It is its own chief: it initialises its variables, trains
-and evaluates as one process does (`tfhp.benchmark.run`: towers and input on this worker,
+and evaluates as one process does (`tfhp.runner.benchmark.run`: towers and input on this worker,
 variables on the ps tasks), and resets its container as it ends (`tf.Session.reset`), so the
 servers free its variables and their memory stays flat over many clients
 (--container_reset=false leaves them there, to show what the reset saves).
@@ -17,7 +17,7 @@ import dataclasses
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import modes
 from tfhp import timing
 from tfhp import topology as topology_lib

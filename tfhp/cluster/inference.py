@@ -8,7 +8,7 @@ worker on its own warms up its input staging, runs --num_warmup_batches untimed 
 --num_batches timed forward steps, and ends: nothing moves the variables or the global step, so
 there is no sync protocol and no common end. A stop signal ends this worker after its step.
 
-Its result is a training worker's (`tfhp.results.Worker`): the wall-clock end of every timed
+Its result is a training worker's (`tfhp.runner.results.Worker`): the wall-clock end of every timed
 step, from which the launcher computes the job's images/sec, and a checksum of the variables it
 read, equal on every worker (each read the chief's weights, not weights of its own).
 """
@@ -16,8 +16,8 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
-from tfhp import results
+from tfhp.runner import benchmark
+from tfhp.runner import results
 from tfhp import session as session_lib
 from tfhp import startup
 from tfhp.cluster import servers

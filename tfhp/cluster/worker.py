@@ -26,12 +26,12 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import config as config_lib
 from tfhp import counts
-from tfhp import loops
+from tfhp.runner import loops
 from tfhp import replication
-from tfhp import results
+from tfhp.runner import results
 from tfhp import session as session_lib
 from tfhp import startup
 from tfhp import topology as topology_lib
@@ -451,7 +451,7 @@ def _tracing(cfg, log, hooks, sess):
 
 
 def _result(cfg, built, loop, final, log, **session):
-    """The worker's result record's JSON form (`tfhp.results`): its timed steps, its counts
+    """The worker's result record's JSON form (`tfhp.runner.results`): its timed steps, its counts
     split into warm-up and timed, and the times the launcher's job figures need.
 
     Args:

@@ -4,7 +4,7 @@ Flags are parsed once at the edge (`tfhp.cli`, experiment scripts) and turned in
 `BenchmarkConfig`; library code takes explicit arguments unpacked from these objects and never
 reads flags. Every check that needs no TensorFlow lives here, so that a flag that cannot work is
 refused before any graph is built; checks that need to ask the runtime (is there a GPU, does
-this build run NCHW) live in `tfhp.devices`.
+this build run NCHW) live in `tfhp.runner.devices`.
 
   errors.py       ConfigError; `require`, the check every section raises it through, and
                   require_choice / require_at_least / require_positive for single fields

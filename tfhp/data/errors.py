@@ -4,7 +4,7 @@ When a step fails on a corrupt record, TensorFlow's error names the op that fail
 file or record it was given. This module decides whether the error came from the input
 pipeline and, if so, scans the subset (`tfhp.data.check`) up to the first problem that pipeline
 could not have skipped, naming its file and record index. The one-process runner
-(`tfhp.benchmark`) calls it on the error a step raised, and a distributed worker can.
+(`tfhp.runner.benchmark`) calls it on the error a step raised, and a distributed worker can.
 """
 import re
 

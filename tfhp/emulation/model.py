@@ -93,7 +93,7 @@ def make_model_fn(profile, num_classes, delay_s=0.0):
 
     The logits are [batch, num_classes] zeros plus the last layer's output, so the loss and
     the accuracy ops of the step builder work unchanged (and cost nothing). delay_s: a
-    straggler's extra wait after the forward pass (as `tfhp.tower.make_model_fn`'s).
+    straggler's extra wait after the forward pass (as `tfhp.runner.tower.make_model_fn`'s).
     """
     def model_fn(images, labels):
         # The first stamp [0, 0] is no time: the first wait counts from its own start.

@@ -32,10 +32,10 @@ import os
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import session as session_lib
 from tfhp import topology as topology_lib
-from tfhp import tower
+from tfhp.runner import tower
 
 MEMBER_SCOPE = 'member_%d'
 # Top-k accuracies reported, where the data set has more than k classes.

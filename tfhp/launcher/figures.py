@@ -1,7 +1,7 @@
 """A job's figures from its tasks' results: the launcher's summary and its link report.
 
 Pure Python (the launcher imports no TensorFlow). `cluster_summary` reads the workers' result
-records (`tfhp.results`); `link_report` reads an emulated network's counters
+records (`tfhp.runner.results`); `link_report` reads an emulated network's counters
 (`tfhp.launcher.links`).
 """
 import dataclasses
@@ -60,7 +60,7 @@ def cluster_summary(results, launch_times):
       worker_images_per_sec: the workers' own rates; staleness over every timed update.
 
     Args:
-      results: {(job, index): result dict written by tfhp.cluster.worker or tfhp.benchmark}.
+      results: {(job, index): result dict written by tfhp.cluster.worker or tfhp.runner.benchmark}.
       launch_times: {(job, index): epoch seconds the task was started}.
     Returns:
       A JSON-ready dict.

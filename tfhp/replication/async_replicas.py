@@ -7,8 +7,8 @@ Variables live where the placement manager (a `ParameterServer` over the ps task
 
 Every update's gradient staleness is measured (`tfhp.replication.staleness`, whose remedies it
 also takes): an `AsyncReplicas` is a `Staleness` over the update alone, however it is built. It
-serves in-graph replicas too (`tfhp.async_runner.build_replica_steps`, one apply per replica).
-Its counters are local variables: run `tf.local_variables_initializer()` as well.
+serves in-graph replicas too (`tfhp.runner.async_runner.build_replica_steps`, one apply per
+replica). Its counters are local variables: run `tf.local_variables_initializer()` as well.
 
 Staged reads (`--staged_vars`, a `ParameterServer(staged_vars=True)` placement): a step computes
 on the weights its worker's staging areas got at its previous step, and refills them from the

@@ -69,7 +69,7 @@ class Figures:
 
 @dataclasses.dataclass
 class Outcome:
-    """What the run's loop reported (`tfhp.loops`, a worker's final fetch); None: not
+    """What the run's loop reported (`tfhp.runner.loops`, a worker's final fetch); None: not
     measured in this mode."""
     final_loss: Optional[float] = None
     first_loss: Optional[float] = None  # a between-graph worker's first timed step's

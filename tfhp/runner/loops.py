@@ -10,7 +10,7 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import async_runner
+from tfhp.runner import async_runner
 from tfhp import config as config_lib
 from tfhp import session as session_lib
 from tfhp import timing

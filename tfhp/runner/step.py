@@ -10,7 +10,7 @@ import contextlib
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import tower as tower_lib
+from tfhp.runner import tower as tower_lib
 from tfhp.models import layers
 from tfhp.ops import in_place
 from tfhp.ops import scopes
@@ -55,11 +55,11 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
       topology: a `tfhp.topology.Topology`.
       weight_decay: L2 coefficient, applied to each tower's own variables.
       decay_in_update: the optimizer applies the weight decay itself
-        (`tfhp.optimizers.DecayingGradientDescent`): the towers differentiate the loss without
-        its L2 term; the loss reported still has it.
+        (`tfhp.runner.optimizers.DecayingGradientDescent`): the towers differentiate the loss
+        without its L2 term; the loss reported still has it.
       gradient_clip: clip each tower's gradients to [-clip, clip] before aggregation (the
         reference benchmarks' meaning of --gradient_clip); None disables.
-      loss_scale: a `tfhp.loss_scale.LossScale`: each tower differentiates its loss times the
+      loss_scale: a `tfhp.runner.loss_scale.LossScale`: each tower differentiates its loss times the
         scale and divides its gradients by it (before clipping); None: no scaling.
       compile_towers: mark every op of each tower's forward and backward pass for XLA
         compilation (`tf.xla.experimental.jit_scope`); the input and the update stay outside.
@@ -106,7 +106,7 @@ def build_train_step(pipeline, model_fn, manager, optimizer_fn, topology, weight
 
     update = manager.apply_gradients(tower_grads, optimizer_fn, global_step)
     # Managers that apply once per tower and increment global_step themselves leave the scale
-    # update to the step (see tfhp.loss_scale).
+    # update to the step (see tfhp.runner.loss_scale).
     scale_update = [loss_scale.update_op()] if loss_scale else []
     num_images = sum(int(images.shape[0]) for images, _ in inputs.batches)
     return StepOps(

@@ -3,7 +3,7 @@
 Each tower becomes a replica with its own step: its input, forward and backward pass, and its
 own optimizer's update of the shared parameter-server variables, which increments global_step
 once per replica update. The replicas are built by the ordinary step builder
-(`tfhp.step.build_train_step`) on a one-tower view of the topology, under name scopes
+(`tfhp.runner.step.build_train_step`) on a one-tower view of the topology, under name scopes
 `replica_<t>/`. Nothing makes one replica wait for another: a replica's gradient may be computed
 on weights other replicas have changed since, and updates of different variables interleave
 (no cross-variable atomicity, as in asynchronous parameter-server training). So the manager
@@ -24,7 +24,7 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import step as step_lib
+from tfhp.runner import step as step_lib
 from tfhp import timing
 from tfhp.replication import base
 from tfhp.replication import staleness

@@ -3,7 +3,7 @@ linear scaling)."""
 import tensorflow.compat.v1 as tf
 
 from tfhp import config as config_lib
-from tfhp import tower
+from tfhp.runner import tower
 
 
 def learning_rate(optimizer_config, base_rate, global_step, global_batch_size,

@@ -10,9 +10,9 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import benchmark
+from tfhp.runner import benchmark
 from tfhp import session as session_lib
-from tfhp import tower
+from tfhp.runner import tower
 from tfhp.emulation import profile as profile_lib
 from tfhp.ops import scopes
 

@@ -15,7 +15,7 @@ import tempfile
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import loops
+from tfhp.runner import loops
 from tfhp import session as session_lib
 
 

@@ -13,22 +13,22 @@ import os
 
 import tensorflow.compat.v1 as tf
 
-from tfhp import async_runner
+from tfhp.runner import async_runner
 from tfhp import config as config_lib
 from tfhp import counts
-from tfhp import devices
-from tfhp import evaluation
-from tfhp import loops
-from tfhp import loss_scale as loss_scale_lib
-from tfhp import optimizers
+from tfhp.runner import devices
+from tfhp.runner import evaluation
+from tfhp.runner import loops
+from tfhp.runner import loss_scale as loss_scale_lib
+from tfhp.runner import optimizers
 from tfhp import pipelines
 from tfhp import replication
-from tfhp import results
+from tfhp.runner import results
 from tfhp import session as session_lib
-from tfhp import step
+from tfhp.runner import step
 from tfhp import timing
 from tfhp import topology as topology_lib
-from tfhp import tower
+from tfhp.runner import tower
 from tfhp.data import errors as data_errors
 from tfhp.data import info as data_info
 from tfhp.emulation import model as emulated_model
