@@ -21,7 +21,7 @@ setuptools.setup(
         # pytest-xdist: the suite runs in two processes (`-n 2`), since its tests wait on the
         # processes they start for a third of their time (README). matplotlib and scikit-learn
         # (the plots and digits extras) so that a clone's test run draws the figures and reads
-        # the digits: without them 13 tests that need no GPU skipped; now only what needs a
+        # the digits: without them 12 tests that need no GPU skipped; now only what needs a
         # GPU, or a second one, skips.
         'test': ['pytest>=7', 'pytest-xdist>=3', 'tensorboard>=2.13', 'matplotlib',
                  'scikit-learn'],

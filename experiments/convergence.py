@@ -27,7 +27,7 @@ from experiments import common
 from experiments import presets
 from experiments import stats
 from experiments.figures import accuracy
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp.data import info as info_lib
@@ -162,7 +162,7 @@ def evaluate(options, data_dir, paths):
         data=config_lib.DataConfig(data_dir=data_dir, use_datasets=True, staged_input=False),
         run=config_lib.RunConfig(eval=True, train_dir=os.path.dirname(paths[0]),
                                  num_batches=1, num_warmup_batches=0))
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     accuracies = []
     with tf.Session(graph=built.graph, config=built.session_config) as sess:
         sess.run(built.init)

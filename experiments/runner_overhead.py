@@ -20,6 +20,7 @@ import tensorflow.compat.v1 as tf
 from experiments import frame
 from experiments import stats
 from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import compat
 from tfhp import config as config_lib
 from tfhp.runner import devices
@@ -56,7 +57,7 @@ def _bare_loop(sess, train_op, num_steps, images_per_step):
 
 def measure_overhead(model):
     """images/sec of the runner's loop and of a bare loop on one graph, and the overhead."""
-    built = benchmark.build(_config(model, seed=FLAGS.seed))
+    built = build.build(_config(model, seed=FLAGS.seed))
     ops, n = built.ops, FLAGS.steps
     runner, bare = [], []
     with tf.Session(graph=built.graph, config=built.session_config) as sess:

@@ -5,6 +5,7 @@ import pytest
 
 from tests import testing
 from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import config as config_lib
 from tfhp.runner import devices
 
@@ -70,7 +71,7 @@ def test_nchw_is_refused_before_building_where_the_probe_says_no(monkeypatch):
     asked = []
     monkeypatch.setattr(devices, 'supports_nchw', lambda device: asked.append(device) or False)
     with pytest.raises(config_lib.ConfigError, match='--data_format=NCHW: .*CPU kernels'):
-        benchmark.build(cfg)
+        build.build(cfg)
     assert asked == ['cpu']
     monkeypatch.setattr(devices, 'supports_nchw', lambda device: True)
     devices.check(cfg.device, cfg.model)  # accepted where the kernels run NCHW

@@ -7,6 +7,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tfhp.runner import benchmark
+from tfhp.runner import build
+from tfhp.runner import resolve
 from tfhp.runner import calibration
 from tfhp import config as config_lib
 from tfhp import timing
@@ -189,10 +191,10 @@ def test_an_emulated_run_counts_the_real_parameters(tmp_path):
     cfg = config_lib.BenchmarkConfig(
         model=config_lib.ModelConfig(name='lenet', num_classes=10, emulated_compute=path),
         run=config_lib.RunConfig(num_batches=2, num_warmup_batches=1))
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     assert built.num_params == profile.num_params == sum(
         int(np.prod(v.shape)) for v in variables if v.trainable)
-    assert built.image_size == benchmark.EMULATED_IMAGE_SIZE and built.batch_size == 2
+    assert built.image_size == resolve.EMULATED_IMAGE_SIZE and built.batch_size == 2
     # The record sets the compute part as it happened beside the profile's.
     record = benchmark.run(cfg, log=lambda line: None)
     assert 1000 * profile.compute_s <= record['emulated_compute_ms'] < 1000 * (

@@ -3,7 +3,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import config as config_lib
 from tfhp.runner import optimizers
 
@@ -79,7 +79,7 @@ def test_weight_decay_moves_into_the_update_only_where_it_is_the_same_step(chang
 
 def test_the_benchmark_differentiates_no_l2_term_when_the_update_decays():
     def l2_gradients(**optimizer):
-        graph = benchmark.build(testing.small_config(model='lenet', image_size=28,
+        graph = build.build(testing.small_config(model='lenet', image_size=28,
                                                      optimizer=optimizer)).graph
         return [op for op in graph.get_operations()
                 if 'L2Loss' in op.name and '_grad' in op.name]

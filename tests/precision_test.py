@@ -11,6 +11,7 @@ import tensorflow.compat.v1 as tf
 from tests import step_test
 from tests import testing
 from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import config as config_lib
 from tfhp.runner import loss_scale as loss_scale_lib
 from tfhp import replication
@@ -183,7 +184,7 @@ def test_compact_gradient_transfer_is_the_one_cast_of_gradient_transfer_dtype():
 def test_compact_transfer_all_reduces_float16_gradients():
     cfg = testing.small_config(model='lenet', image_size=8, device={'num_devices': 2},
                                replication=REPLICATED_XRING, precision={'use_fp16': True})
-    graph = benchmark.build(cfg).graph
+    graph = build.build(cfg).graph
     ring_adds = [op for op in graph.get_operations()
                  if op.name.startswith('aggregate/') and op.type == 'AddV2']
     assert ring_adds and all(op.outputs[0].dtype == tf.float16 for op in ring_adds)

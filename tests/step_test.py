@@ -4,7 +4,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp.runner import optimizers
 from tfhp import replication
 from tfhp import session
@@ -119,7 +119,7 @@ def test_step_ops_contract():
 def test_no_batch_norm_op_of_a_tower_gates_a_gradient():
     # A control edge out of a batch norm keeps Grappler from fusing it with its ReLU; its
     # small scale and offset are not worth gating (tfhp.ops.in_place).
-    graph = benchmark.build(testing.small_config(model='resnet50', image_size=32,
+    graph = build.build(testing.small_config(model='resnet50', image_size=32,
                                                  batch_size=2)).graph
     norms = [op for op in graph.get_operations() if op.type.startswith('FusedBatchNorm')]
     assert len(norms) == 2 * 53   # forward and gradient of each of ResNet-50's batch norms

@@ -8,6 +8,8 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tfhp.runner import benchmark
+from tfhp.runner import build
+from tfhp.runner import resolve
 from tfhp import cli
 from tfhp import config as config_lib
 
@@ -16,9 +18,9 @@ def test_num_epochs_becomes_batches_of_the_global_batch():
     # CIFAR-10's 50,000 training images, 4 per device on 2 devices: 0.01 epochs = 63 steps.
     cfg = testing.small_config(data={'data_name': 'cifar10'}, device={'num_devices': 2},
                                run={'num_epochs': 0.01})
-    resolved = benchmark.resolve_epochs(cfg)
+    resolved = resolve.resolve_epochs(cfg)
     assert (resolved.run.num_batches, resolved.run.num_epochs) == (63, 0.01)
-    assert benchmark.resolve_epochs(testing.small_config()).run.num_batches == 3
+    assert resolve.resolve_epochs(testing.small_config()).run.num_batches == 3
 
 
 def _config(args):
@@ -41,7 +43,7 @@ def test_init_learning_rate_is_learning_rate():
 
 
 def _learning_rate(cfg):
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     # optimizers.learning_rate's identity (its name scope took 'learning_rate' itself).
     [rate] = [op.outputs[0] for op in built.graph.get_operations()
               if re.fullmatch(r'learning_rate(_\d+)?', op.name) and op.type == 'Identity']
@@ -56,7 +58,7 @@ def test_resnet_base_lr_scales_the_resnet_rate_with_the_batch():
     based = testing.replace(cfg, 'optimizer', resnet_base_lr=0.256)
     assert _learning_rate(based) == pytest.approx(0.256 * 8 / 256)
     with pytest.raises(config_lib.ConfigError, match='--resnet_base_lr .* --model=lenet'):
-        benchmark.build(testing.replace(based, 'model', name='lenet'))
+        build.build(testing.replace(based, 'model', name='lenet'))
 
 
 def test_forward_only_times_inference_from_the_checkpoint_if_there_is_one(tmp_path):

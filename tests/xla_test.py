@@ -9,6 +9,7 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import cli
 from tfhp import config as config_lib
 from tfhp.runner import devices
@@ -43,7 +44,7 @@ def test_xla_is_accepted_where_the_probe_says_yes(field, probe, monkeypatch):
     monkeypatch.setattr(devices, probe, lambda device: True)
     cfg = testing.small_config(xla={field: True})
     devices.check(cfg.device, cfg.model, cfg.xla)
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     jit_level = built.session_config.graph_options.optimizer_options.global_jit_level
     assert (jit_level == tf.OptimizerOptions.ON_1) == (field == 'xla')
 
@@ -65,13 +66,13 @@ def test_xla_compile_marks_the_towers_and_nothing_else(monkeypatch):
     cfg = testing.small_config(model='lenet', image_size=8, device={'num_devices': 2},
                                replication={'variable_update': 'replicated'},
                                xla={'xla_compile': True})
-    marked = _marked(benchmark.build(cfg).graph)
+    marked = _marked(build.build(cfg).graph)
     for t in range(2):
         assert any(n.startswith('tower_%d/forward/conv' % t) for n in marked)
         assert any(n.startswith('tower_%d/backward/' % t) for n in marked)
     assert not [n for n in marked if n.startswith(('aggregate/', 'apply/', 'tower_0/input'))]
-    assert not _marked(benchmark.build(testing.replace(cfg, 'xla', xla_compile=False)).graph)
-    inference = _marked(benchmark.build(testing.replace(cfg, 'run', forward_only=True)).graph)
+    assert not _marked(build.build(testing.replace(cfg, 'xla', xla_compile=False)).graph)
+    inference = _marked(build.build(testing.replace(cfg, 'run', forward_only=True)).graph)
     assert any(n.startswith('tower_1/forward/conv') for n in inference)
 
 

@@ -526,10 +526,11 @@ def main(argv):
     from tfhp import compat  # pylint: disable=g-import-not-at-top
     compat.enable_graph_mode()
     from tfhp.runner import benchmark  # pylint: disable=g-import-not-at-top
+    from tfhp.runner import resolve  # pylint: disable=g-import-not-at-top
     startup.mark('imported')
     try:
         # Cluster tasks read --num_batches too: --num_epochs is resolved for every task here.
-        cfg = benchmark.resolve_epochs(cfg)
+        cfg = resolve.resolve_epochs(cfg)
         if cfg.cluster.enabled:
             from tfhp.cluster import roles  # pylint: disable=g-import-not-at-top
             result = roles.run(cfg, stop=stop)

@@ -40,6 +40,7 @@ from absl import app  # pylint: disable=g-import-not-at-top
 from absl import flags
 
 from tfhp.runner import benchmark
+from tfhp.runner import resolve
 from tfhp import cli
 from tfhp import compat
 from tfhp import compression
@@ -105,7 +106,7 @@ def ablations(cfg):
     def synthetic():
         # Synthetic data stands in for CIFAR-10 when that is the data, so that the same
         # (32x32) model variant runs; for ImageNet and anything else, ImageNet-like data.
-        name = benchmark.data_set(cfg).name
+        name = resolve.data_set(cfg).name
         return _replace(cfg, 'data', data_dir=None, use_datasets=False,
                         skip_corrupt_records=False,
                         data_name=name if name in data_info.STAND_INS else None)

@@ -26,7 +26,7 @@ from absl import app
 from absl import flags
 import tensorflow.compat.v1 as tf
 
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import cli
 from tfhp import compat
 from tfhp import config as config_lib
@@ -80,7 +80,7 @@ def save_live(cfg, checkpoint, release=True, log=print):
         cfg.cluster, job_name='worker', task_index=0, linger_s=0.0))
     cluster = cfg.cluster
     server = servers.start_server(cluster, task_lib.server_proto(cfg))
-    built = benchmark.build(cfg, topology_lib.for_config(cfg), finalize=False)
+    built = build.build(cfg, topology_lib.for_config(cfg), finalize=False)
     with built.graph.as_default():
         held, elsewhere = _held_on_ps(built.manager.savable_variables())
         saver = tf.train.Saver(held)

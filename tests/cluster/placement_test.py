@@ -5,7 +5,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import config as config_lib
 from tfhp import topology as topology_lib
 
@@ -22,7 +22,7 @@ def _worker_graph(model='trivial', sync=True, partition_min_bytes=0, update='par
         testing.small_config(model=model, image_size=8, optimizer={'weight_decay': 0.0},
                              device={'num_devices': num_devices}),
         cluster=cluster, replication=config_lib.ReplicationConfig(variable_update=update))
-    return benchmark.build(cfg, topology_lib.for_config(cfg))
+    return build.build(cfg, topology_lib.for_config(cfg))
 
 
 def _bytes_per_ps(graph):

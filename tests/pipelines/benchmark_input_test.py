@@ -8,6 +8,7 @@ import tensorflow.compat.v1 as tf
 from tests import testing
 from tests.pipelines import shapes
 from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import config as config_lib
 from tfhp.data import info as info_lib
 
@@ -39,12 +40,12 @@ def test_input_only_mode_times_the_pipeline_alone(data_dir):
 @pytest.mark.parametrize('use_datasets', [False, True])
 def test_16_bit_images_reach_the_model_and_train(data_dir, use_datasets):
     cfg = _config(data_dir, use_datasets=use_datasets, image_dtype='float16')
-    casts = [op for op in benchmark.build(cfg).graph.get_operations()
+    casts = [op for op in build.build(cfg).graph.get_operations()
              if op.name.endswith('model_input')]
     assert casts and all(op.inputs[0].dtype == tf.float16 for op in casts)
     result = benchmark.run(cfg, log=lambda _: None)
     assert 0 < result['final_loss'] < 10
-    float32 = benchmark.build(_config(data_dir, use_datasets=use_datasets)).graph
+    float32 = build.build(_config(data_dir, use_datasets=use_datasets)).graph
     assert not [op for op in float32.get_operations() if op.name.endswith('model_input')]
 
 
@@ -58,7 +59,7 @@ def test_the_inter_op_pool_grows_when_the_graph_preprocesses(data_dir, monkeypat
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1, 2})   # a 3-core machine
     cfg = testing.replace(_config(data_dir, use_datasets=use_datasets), 'device',
                           num_inter_threads=requested)
-    proto = benchmark.build(cfg).session_config
+    proto = build.build(cfg).session_config
     assert proto.inter_op_parallelism_threads == expected
     assert proto.intra_op_parallelism_threads == 0
 

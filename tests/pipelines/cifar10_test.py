@@ -12,7 +12,8 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tests.data import fake_cifar
-from tfhp.runner import benchmark
+from tfhp.runner import build
+from tfhp.runner import resolve
 from tfhp import config as config_lib
 from tfhp import diagnose
 from tfhp import topology as topology_lib
@@ -135,15 +136,15 @@ def test_both_pipelines_use_the_cifar_preprocessing(cifar_dir, kind):
 def test_cifar10_synthetic_stand_in_and_model_variants():
     # Without --data_dir, --data_name=cifar10 is synthetic CIFAR-10: 10 classes, 50,000 images.
     cfg = testing.small_config(model='alexnet', image_size=None, data={'data_name': 'cifar10'})
-    info = benchmark.data_set(cfg)
+    info = resolve.data_set(cfg)
     assert (info.name, info.num_classes, info.num_examples['train']) == ('cifar10', 10, 50000)
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     assert (built.image_size, built.model_name) == (32, 'alexnet')
     # Without it, the same name is the ImageNet net, and the CIFAR-only nets are refused.
-    assert benchmark.build(testing.replace(cfg, 'data', data_name=None)).image_size == 224
+    assert build.build(testing.replace(cfg, 'data', data_name=None)).image_size == 224
     with pytest.raises(config_lib.ConfigError,
                        match="'resnet20' is for cifar10 data.*--data_name=cifar10 selects"):
-        benchmark.build(testing.small_config(model='resnet20'))
+        build.build(testing.small_config(model='resnet20'))
     with pytest.raises(config_lib.ConfigError, match='--data_name=flowers needs --data_dir'):
         config_lib.DataConfig(data_name='flowers')
 
@@ -153,7 +154,7 @@ def test_a_cifar_data_directory_selects_the_cifar_variant(cifar_dir):
     cfg = testing.small_config(model='alexnet', image_size=None, batch_size=4,
                                data={'data_dir': cifar_dir[0], 'record_input_parallelism': 1,
                                      'record_input_buffer_size': 4})
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     assert (built.image_size, built.num_params) == (32, 1756426)
     # The synthetic-data ablation of `tfhp.diagnose` stands in for CIFAR-10 too.
     synthetic = dict(diagnose.ablations(cfg))['synthetic data']

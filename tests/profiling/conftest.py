@@ -3,7 +3,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import config as config_lib
 from tfhp import session as session_lib
 
@@ -14,7 +14,7 @@ def traced_two_device_step(variable_update):
         pytest.skip('--variable_update=%s does not exist yet' % variable_update)
     cfg = testing.small_config(device={'num_devices': 2},
                                replication={'variable_update': variable_update})
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     with tf.Session(graph=built.graph, config=built.session_config) as sess:
         sess.run(built.init)
         sess.run(built.ops.post_init_ops)

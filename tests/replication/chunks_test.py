@@ -7,7 +7,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from tests import testing
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import config as config_lib
 from tfhp import topology as topology_lib
 from tfhp.replication import master_copies
@@ -73,7 +73,7 @@ def _build_worker(model, **cluster_fields):
         testing.small_config(model=model, image_size=8, optimizer={'weight_decay': 0.0}),
         cluster=cluster,
         replication=config_lib.ReplicationConfig(variable_update='distributed_replicated'))
-    return benchmark.build(cfg, topology_lib.for_config(cfg))
+    return build.build(cfg, topology_lib.for_config(cfg))
 
 
 def test_the_default_transfer_cuts_each_ps_tasks_share_into_its_chunks():

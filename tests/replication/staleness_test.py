@@ -7,6 +7,7 @@ import tensorflow.compat.v1 as tf
 
 from tests import testing
 from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import counts as counts_lib
 from tfhp import cli
 from tfhp import config as config_lib
@@ -164,7 +165,7 @@ def test_flags_reach_the_config():
 
 
 def test_counters_exist_before_the_graph_is_finalized():
-    built = benchmark.build(testing.small_config(device={'num_devices': 2},
+    built = build.build(testing.small_config(device={'num_devices': 2},
                                                  cluster={'cross_replica_sync': False}))
     assert built.graph.finalized
     with tf.Session(graph=built.graph, config=session_lib.config_proto(2)) as sess:

@@ -2,7 +2,7 @@
 spellings (--ps_pipeline_bytes, --ps_pull_clock, ...) build the very graph --ps_transfer does."""
 import pytest
 
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp import cli
 from tfhp import config as config_lib
 from tfhp import modes
@@ -32,7 +32,7 @@ def _config(*args):
 def _graph(*args):
     """(name, op, device) of every node of worker 0's graph built from the flags `args`."""
     cfg = _config(*args)
-    built = benchmark.build(cfg, topology_lib.for_config(cfg))
+    built = build.build(cfg, topology_lib.for_config(cfg))
     return sorted((n.name, n.op, n.device) for n in built.graph.as_graph_def().node)
 
 

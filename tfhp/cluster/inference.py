@@ -1,6 +1,6 @@
 """A between-graph worker timing inference (--forward_only) on the ps tasks' variables.
 
-Each worker builds the forward step (`step.build_eval_step`, through `benchmark.build`) against
+Each worker builds the forward step (`step.build_eval_step`, through `build.build`) against
 the variables where the ps tasks hold them, whatever strategy trains them
 (`replication.make_variable_manager(trains=False)`). The chief initialises them, or restores
 --train_dir's latest checkpoint; the others wait for that, bounded by --peer_timeout_s. Then each
@@ -16,7 +16,7 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp.runner import benchmark
+from tfhp.runner import build
 from tfhp.runner import results
 from tfhp import session as session_lib
 from tfhp import startup
@@ -40,7 +40,7 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
         watchdog bounds (`tfhp.cluster.worker`'s).
     """
     cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
-    built = benchmark.build(cfg, topology, finalize=False)
+    built = build.build(cfg, topology, finalize=False)
     with built.graph.as_default():
         variables = tf.trainable_variables()
         checksum = tf.add_n([tf.reduce_sum(tf.cast(v, tf.float64)) for v in variables])

@@ -142,7 +142,7 @@ def open_session(task, built, cluster, train_dir, config, hooks, is_chief, initi
 
     Args:
       task: this task (`start`).
-      built: its `benchmark.Built`.
+      built: its `build.Built`.
       cluster: the ClusterConfig.
       train_dir: --train_dir ('' or None: none).
       config: the session's ConfigProto (`task_session.session_config`).

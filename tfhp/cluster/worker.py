@@ -1,6 +1,6 @@
 """A between-graph worker: its own graph, session and steps, bounded and named on failure.
 
-It builds its graph (`benchmark.build` on a `Topology.between_graph`) with the job's control ops
+It builds its graph (`build.build` on a `Topology.between_graph`) with the job's control ops
 (`tfhp.cluster.control`) and its progress counter in the step, waits for its essential peers,
 starts a `task_session.TaskSession` (the chief initialises or restores from --train_dir, and writes
 checkpoints and summaries), checks that the ps tasks can reach it (a restarted worker), primes
@@ -26,7 +26,8 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp.runner import benchmark
+from tfhp.runner import build
+from tfhp.runner import resolve
 from tfhp import config as config_lib
 from tfhp import counts
 from tfhp.runner import loops
@@ -99,7 +100,7 @@ def _chief_hooks(cfg, built, events):
 
 
 _WorkerGraph = collections.namedtuple('_WorkerGraph', [
-    'built',      # benchmark.Built (not finalized: the session's hooks add ops)
+    'built',      # build.Built (not finalized: the session's hooks add ops)
     'train_op',   # the step, which also advances this worker's progress counter
     'control',    # int64 [global step, end, stop] read after the step
     'read_control',  # the same, read without a step
@@ -117,7 +118,7 @@ def _worker_graph(cfg, topology, coordinator_device, end_margins, combine_stop):
     The checksum of the variables is equal on every worker after a synchronous job, which is
     how a run shows that per-worker copies stayed equal.
     """
-    built = benchmark.build(cfg, topology, finalize=False)
+    built = build.build(cfg, topology, finalize=False)
     with built.graph.as_default():
         train_op = tf.group(built.ops.train_op, liveness.advance_op(topology.input_device))
         ctl = control.WorkerControl(built.ops.global_step, coordinator_device, combine_stop)
@@ -234,7 +235,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
         loop = _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events)
     except (tf.errors.InvalidArgumentError, tf.errors.DataLossError) as e:
         corrupt = data_errors.describe_corrupt_input(cfg.data, e, 'train',
-                                                     benchmark.data_set(cfg))
+                                                     resolve.data_set(cfg))
         if corrupt:
             raise config_lib.ConfigError(corrupt) from e
         raise

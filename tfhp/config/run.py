@@ -12,7 +12,7 @@ class RunConfig:
     Attributes:
       num_batches: timed steps.
       num_epochs: train for this many epochs of the training set instead (tf_cnn_benchmarks'
-        alternative to num_batches; `tfhp.runner.benchmark.resolve_epochs` turns it into num_batches
+        alternative to num_batches; `tfhp.runner.resolve.resolve_epochs` turns it into num_batches
         once the data set and global batch are known). None: num_batches is used.
       num_warmup_batches: untimed steps first (graph optimisation, allocator warm-up).
       display_every: print a progress line every this many steps.

@@ -8,7 +8,7 @@ The graph (`build`):
   mean of the k members' probabilities -> the ensemble's top-1 / top-5 hits; each member's too
 
 The validation batch is read once, on the host, by the same pipeline an --eval run reads
-(`benchmark.validation_input`); every member reads that one tensor, so one `session.run`
+(`tfhp.runner.build.validation_input`); every member reads that one tensor, so one `session.run`
 evaluates the ensemble and every member on the same examples. The members are built by the
 model function of an --eval run (`tower.make_model_fn`, inference-mode batch norm) under their
 own variable scope, and member i's variables are restored from checkpoint i by their canonical
@@ -32,7 +32,7 @@ import os
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from tfhp.runner import benchmark
+from tfhp.runner import build as build_lib
 from tfhp import session as session_lib
 from tfhp import topology as topology_lib
 from tfhp.runner import tower
@@ -136,7 +136,7 @@ def build(cfg, checkpoints):
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(cfg.run.tf_random_seed)
-        validation = benchmark.validation_input(cfg, host)
+        validation = build_lib.validation_input(cfg, host)
         inputs = validation.pipeline.tower_batches(host)
         [(images, labels)] = inputs.batches
         num_classes = validation.data_set.num_classes

@@ -1,8 +1,11 @@
 """The one-process run: a BenchmarkConfig in, a graph built, steps timed, a result out; what
 `python -m tfhp` runs, and what each task of a cluster builds its step with.
 
-  benchmark.py     the runner: checks, builds, runs the mode (train, eval, forward only),
-                   checkpoints, the result (`run`, `build`)
+  resolve.py       what a configuration resolves to: the model's entry, batch, image size,
+                   learning rate (checked against the machine), the data set, epochs in steps
+  build.py         the graph of a configuration, built and not run (`build`, `Built`)
+  benchmark.py     the run: a built graph initialised or restored, its mode run (train, eval,
+                   forward only), the result (`run`)
   step.py          build_train_step / build_eval_step -> StepOps / EvalOps
   tower.py         one tower's loss; L2 decay; parameter counts
   loops.py         the loops over a built graph: training (checkpoints and evaluations between

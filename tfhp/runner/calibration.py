@@ -10,7 +10,8 @@ import time
 
 import tensorflow.compat.v1 as tf
 
-from tfhp.runner import benchmark
+from tfhp.runner import build
+from tfhp.runner import resolve
 from tfhp import session as session_lib
 from tfhp.runner import tower
 from tfhp.emulation import profile as profile_lib
@@ -34,7 +35,7 @@ def model_variables(spec, cfg, batch_size, image_size, num_classes):
 
 def calibrate(cfg, steps, warmup_steps):
     """The ComputeProfile of cfg's model, from a run of it alone in this process."""
-    built = benchmark.build(cfg)
+    built = build.build(cfg)
     with tf.Session(graph=built.graph, config=built.session_config) as sess:
         sess.run(built.init)
         sess.run(built.post_init_ops)
@@ -56,7 +57,7 @@ def calibrate(cfg, steps, warmup_steps):
                  '/backward/' in name)
     update = sum(s for name, s in op_seconds.items() if name.startswith(scopes.APPLY + '/'))
     step_s = statistics.median(times)
-    spec = benchmark.model_spec(cfg)
+    spec = resolve.model_spec(cfg)
     variables = model_variables(spec, cfg, built.batch_size, built.image_size,
                                 cfg.model.num_classes)
     return profile_lib.from_op_times(

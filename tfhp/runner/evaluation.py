@@ -25,7 +25,7 @@ class DuringTraining:
     Use as a context manager (it owns a session and a temporary directory).
 
     Args:
-      built: the `benchmark.Built` evaluation graph.
+      built: the `build.Built` evaluation graph.
       every: timed training steps between evaluations.
       num_batches: evaluation steps per evaluation.
       target: stop training at the first evaluation whose top-1 accuracy reaches this; None:

@@ -93,7 +93,7 @@ def run_train(sess, built, cfg, log, evaluator=None):
 
     Args:
       sess: the session.
-      built: the `benchmark.Built` training graph.
+      built: the `build.Built` training graph.
       cfg: the BenchmarkConfig.
       log: called with each line to print.
       evaluator: an `evaluation.DuringTraining`, or None.

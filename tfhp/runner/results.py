@@ -206,11 +206,11 @@ def take(group_class, flat, prefix=''):
 
 
 def record(cfg, built, times, **groups):
-    """The record of a run of `built` (a `benchmark.Built`) with config cfg.
+    """The record of a run of `built` (a `build.Built`) with config cfg.
 
     Args:
       cfg: the run's BenchmarkConfig.
-      built: what `benchmark.build` returned.
+      built: what `build.build` returned.
       times: the timed steps' `timing.StepTimes`, or None when the run timed no step (a worker
         that joined a job at its end).
       **groups: the run's other groups of `Result`: outcome, counters, warmup_counters, worker.
