@@ -10,6 +10,7 @@ registered here (`ONE_GRAPH`, `GRAPH_PER_WORKER`); what each strategy supports i
   staleness.py               measured staleness and its remedies
   between graphs: async_replicas.py, sync_replicas.py (the token protocol, spares),
   distributed_replicated.py, master_copies.py, collective_workers.py, partitioning.py
+  transfers.py               the ps transfers: a class per row of `tfhp.modes.TRANSFERS`
   transfer.py                what a worker sends, compressed
   downlink.py                what the ps sends back, as compressed deltas
   background_pulls.py        ready queues: each copy's reads wait for its own pull
