@@ -137,7 +137,7 @@ def _make_pipeline(cfg, batch_size, image_size, topology, num_classes, data_name
             cfg.data, batch_size, image_size, num_classes, cfg.model.data_format,
             train=not (cfg.run.eval or cfg.run.forward_only),
             seed=cfg.run.tf_random_seed + first_tower,
-            shift_ratio=shift_ratio, data_name=data_name)
+            shift_ratio=shift_ratio, data_name=data_name, deterministic=cfg.run.deterministic)
     except record_input.InputFilesError as e:
         raise config_lib.ConfigError('--data_dir: %s' % e) from None
 
@@ -305,12 +305,22 @@ def _optimizer_fn(optimizer_cfg, rate, scale, decay_in_update, verbosity):
 
 
 def _session_config(cfg, topology):
-    """The ConfigProto of a session running cfg's graph on `topology`."""
+    """The ConfigProto of a session running cfg's graph on `topology`.
+
+    --deterministic in one process runs one op at a time on one thread (both pools of one
+    thread): ops side by side let a step's updates race with reads of the same variables
+    (lenet's loss differed in the third digit at the second step), and two virtual devices'
+    ops sharing the intra-op pool rounded differently (in the fourth; 2-core CPU, TF 2.21).
+    TensorFlow keeps the process's first pools, so such a run needs a process of its own: the
+    `tfhp` command sets them before TensorFlow starts (`tfhp.cli.runtime_environment`). A
+    cluster task keeps its pools: its blocking queues and barriers need more than one thread.
+    """
+    single = cfg.run.deterministic and not cfg.cluster.enabled
     proto = session_lib.config_proto(
         num_cpu_devices=topology.num_towers if cfg.device.device == 'cpu' else 1,
-        num_intra_threads=cfg.device.num_intra_threads,
-        num_inter_threads=session_lib.inter_op_threads(cfg.device.num_inter_threads,
-                                                       pipelines.preprocesses_in_graph(cfg.data)),
+        num_intra_threads=1 if single else cfg.device.num_intra_threads,
+        num_inter_threads=1 if single else session_lib.inter_op_threads(
+            cfg.device.num_inter_threads, pipelines.preprocesses_in_graph(cfg.data)),
         thread_spinning=cfg.device.thread_spinning)
     if cfg.xla.xla:
         proto.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1

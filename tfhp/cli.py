@@ -161,6 +161,10 @@ flags.DEFINE_float('num_epochs', None, 'Train this many epochs instead of --num_
 flags.DEFINE_integer('num_warmup_batches', 10, 'Untimed steps before timing.')
 flags.DEFINE_integer('display_every', 10, 'Print progress every this many steps.')
 flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of every random op.')
+flags.DEFINE_boolean('deterministic', False, 'Two runs of one seed and the same flags compute '
+                     'the same losses: input read and augmented in an order the seed fixes '
+                     '(slower), TensorFlow\'s op determinism on. Not between graphs with '
+                     'spares or asynchronous updates (the run says so).')
 flags.DEFINE_string('train_dir', None, 'Checkpoint directory; a run resumes from it.')
 flags.DEFINE_integer('save_model_steps', None, 'Also checkpoint every this many steps.')
 flags.DEFINE_integer('target_global_step', 0, 'Synchronous between-graph workers end at this '
@@ -430,6 +434,10 @@ def runtime_environment(cfg, environ):
     sessions a cluster task makes too) and lets the CPU do so (--tf_xla_cpu_global_jit; without
     it TensorFlow auto-clusters on GPUs only). --grpc_batched_reads adds gRPC's experiments
     to GRPC_EXPERIMENTS, which gRPC reads at its first use (a forked task's too).
+    --deterministic sets TF_DETERMINISTIC_OPS=1 (TensorFlow's op determinism: kernels that
+    cannot repeat refuse to run; on a GPU, deterministic ones are chosen) and, outside a
+    cluster, thread pools of one thread (TF_NUM_INTEROP_THREADS, TF_NUM_INTRAOP_THREADS) for
+    every session of the process, probes included (`benchmark._session_config` says why).
 
     Args:
       cfg: the BenchmarkConfig.
@@ -449,6 +457,10 @@ def runtime_environment(cfg, environ):
         missing = [flag for flag in wanted if flag not in present]
         if missing:
             variables['TF_XLA_FLAGS'] = ' '.join(present + missing)
+    if cfg.run.deterministic:
+        variables['TF_DETERMINISTIC_OPS'] = '1'
+        if not cfg.cluster.enabled:
+            variables.update(TF_NUM_INTEROP_THREADS='1', TF_NUM_INTRAOP_THREADS='1')
     return variables
 
 
@@ -473,6 +485,9 @@ def main(argv):
         print('tfhp: error: %s' % e, file=sys.stderr)
         return 2
     os.environ.update(runtime_environment(cfg, os.environ))
+    caveat = config_lib.determinism_caveat(cfg)
+    if caveat:
+        print(caveat)
     stop = None
     if cfg.cluster.enabled:
         # Before TensorFlow starts any thread: they must inherit the blocked stop signals.
