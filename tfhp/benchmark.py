@@ -96,14 +96,25 @@ def steps_for_epochs(cfg, epochs):
 def resolve_epochs(cfg):
     """cfg with --num_epochs turned into --num_batches (cfg itself without --num_epochs).
 
-    tf_cnn_benchmarks' rule: ceil(epochs * training examples / global batch), the global batch
-    counting every tower of every worker. Call before anything reads cfg.run.num_batches (the
-    `tfhp` command does, for cluster tasks too).
+    The epochs count every training step, the warm-up's too (they train and advance the
+    learning-rate schedule): ceil(epochs * training examples / global batch) steps in all
+    (tf_cnn_benchmarks' count, the global batch counting every tower of every worker), of
+    which --num_warmup_batches are the warm-up and the rest (at least 1) timed. Call before
+    anything reads cfg.run.num_batches (the `tfhp` command does, for cluster tasks too).
     """
     if cfg.run.num_epochs is None:
         return cfg
     steps = steps_for_epochs(cfg, cfg.run.num_epochs)
-    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, num_batches=steps))
+    timed = max(1, steps - cfg.run.num_warmup_batches)
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, num_batches=timed))
+
+
+def resolve_classes(cfg):
+    """cfg with --num_classes set to its data set's number of classes (a data directory's, or
+    the one synthetic data stands in for), so that the result's configuration records what
+    the model was built with."""
+    return dataclasses.replace(cfg, model=dataclasses.replace(
+        cfg.model, num_classes=data_set(cfg).num_classes))
 
 
 def data_set(cfg):
@@ -169,7 +180,8 @@ Built = collections.namedtuple('Built', [
     'replica_train_ops',  # in-graph async: one train op per replica thread; else None
     'summary_op',  # merged TensorBoard summaries, or None when none are written
     'skipped_records',  # corrupt records skipped so far, or None when none are skipped
-    'manager'])    # the VariableManager (tfhp.distributed reads its counters)
+    'manager',     # the VariableManager (tfhp.distributed reads its counters)
+    'learning_rate'])  # the training step's rate tensor, or None when not training
 
 
 def build(cfg, topology=None, finalize=True, container=''):
@@ -203,7 +215,7 @@ def build(cfg, topology=None, finalize=True, container=''):
                                                     topology, cfg.cluster, cfg.staleness,
                                                     trains=cfg.trains)
         model_fn = _model_fn(cfg, spec, topology, info.num_classes)
-        ops, replica_train_ops, post_init_ops, summary_op = _step_ops(
+        ops, replica_train_ops, post_init_ops, summary_op, rate = _step_ops(
             cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
             info.num_examples['train'])
         # In the graph: a manager may read its variables from the graph's collections
@@ -222,7 +234,7 @@ def build(cfg, topology=None, finalize=True, container=''):
                  images_per_step=batch_size * topology.num_towers,
                  num_params=num_params, summary_op=summary_op, post_init_ops=post_init_ops,
                  replica_train_ops=replica_train_ops, manager=manager,
-                 skipped_records=skipped_records)
+                 skipped_records=skipped_records, learning_rate=rate)
 
 
 def _model_fn(cfg, spec, topology, num_classes):
@@ -243,20 +255,21 @@ def _model_fn(cfg, spec, topology, num_classes):
 
 def _step_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
               examples_per_epoch):
-    """The step of cfg's mode: (ops, replica_train_ops, post_init_ops, summary_op).
+    """The step of cfg's mode: (ops, replica_train_ops, post_init_ops, summary_op,
+    learning_rate).
 
     `ops` is an `input_only.InputStep` (cfg.data.input_only), a `step.EvalOps` (not training)
     or the training step's (`_train_ops`); the others are `Built`'s fields of the same names.
     """
     if cfg.data.input_only:
-        return input_only.build_step(pipeline, topology), None, [], None
+        return input_only.build_step(pipeline, topology), None, [], None, None
     if not cfg.trains:
         # In a cluster the global step (the weights' step) is the ps tasks' one.
         with tf.device(topology.variable_devices[0] if topology.mode.cluster else None):
             tf.train.get_or_create_global_step()
         ops = step.build_eval_step(pipeline, model_fn, manager, topology,
                                    compile_towers=cfg.xla.xla_compile)
-        return ops, None, manager.post_init_ops(), None
+        return ops, None, manager.post_init_ops(), None, None
     return _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
                       examples_per_epoch)
 
@@ -264,7 +277,8 @@ def _step_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
 def _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
                examples_per_epoch):
     """The training step (`step.StepOps`; in-graph async, `async_runner`'s with one train op
-    per replica): (ops, replica_train_ops or None, post_init_ops, summary_op or None)."""
+    per replica): (ops, replica_train_ops or None, post_init_ops, summary_op or None, the
+    learning-rate tensor)."""
     in_graph_async = topology.in_graph_async
     # In a cluster the global step is shared: on the first parameter device; the loss
     # scale beside it.
@@ -291,7 +305,7 @@ def _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size
         ops = step.build_train_step(pipeline, model_fn, manager, optimizer_fn, topology,
                                     **step_kwargs)
     summary_op = summaries.merged_summary(verbosity, {'loss': ops.loss, 'learning_rate': rate})
-    return ops, replica_train_ops, ops.post_init_ops, summary_op
+    return ops, replica_train_ops, ops.post_init_ops, summary_op, rate
 
 
 def _optimizer_fn(optimizer_cfg, rate, scale, decay_in_update, verbosity):
@@ -385,7 +399,7 @@ def run(cfg, log=print, topology=None, target='', container='', device_filters=(
     """
     # Before any work: an unwritable --train_dir would otherwise fail at the final save.
     config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
-    cfg = resolve_epochs(cfg)
+    cfg = resolve_classes(resolve_epochs(cfg))
     try:
         return _run_local(cfg, log, topology, target, container, device_filters)
     except tf.errors.OpError as e:

@@ -157,7 +157,8 @@ flags.DEFINE_boolean('xla_compile', False, 'Compile each tower\'s forward and ba
 flags.DEFINE_boolean('xla', False, 'XLA auto-clustering (the session\'s global JIT level).')
 _group('Run (steps, checkpoints, evaluation, results)')
 flags.DEFINE_integer('num_batches', 100, 'Timed steps.')
-flags.DEFINE_float('num_epochs', None, 'Train this many epochs instead of --num_batches.')
+flags.DEFINE_float('num_epochs', None, 'Train this many epochs instead of --num_batches, '
+                   'counting every training step: the warm-up\'s, then the timed ones.')
 flags.DEFINE_integer('num_warmup_batches', 10, 'Untimed steps before timing.')
 flags.DEFINE_integer('display_every', 10, 'Print progress every this many steps.')
 flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of every random op.')
@@ -500,7 +501,7 @@ def main(argv):
     startup.mark('imported')
     try:
         # Cluster tasks read --num_batches too: --num_epochs is resolved for every task here.
-        cfg = benchmark.resolve_epochs(cfg)
+        cfg = benchmark.resolve_classes(benchmark.resolve_epochs(cfg))
         if cfg.cluster.enabled:
             from tfhp.cluster import roles  # pylint: disable=g-import-not-at-top
             result = roles.run(cfg, stop=stop)

@@ -12,8 +12,9 @@ class RunConfig:
     Attributes:
       num_batches: timed steps.
       num_epochs: train for this many epochs of the training set instead (tf_cnn_benchmarks'
-        alternative to num_batches; `tfhp.benchmark.resolve_epochs` turns it into num_batches
-        once the data set and global batch are known). None: num_batches is used.
+        alternative to num_batches), counting every training step, warm-up included:
+        `tfhp.benchmark.resolve_epochs` turns it into num_batches (the steps less the
+        warm-up's) once the data set and global batch are known. None: num_batches is used.
       num_warmup_batches: untimed steps first (graph optimisation, allocator warm-up).
       display_every: print a progress line every this many steps.
       tf_random_seed: seed of every random op (synthetic data, initialisers, shuffling).
