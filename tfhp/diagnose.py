@@ -88,6 +88,15 @@ def measurement(cfg):
     return dataclasses.replace(cfg, profile=config_lib.ProfileConfig())
 
 
+def _no_communication(cfg):
+    """Why cfg has no communication to ablate (the 'independent' run), or None."""
+    if not cfg.replication.strategy.aggregates:
+        return 'the configuration is already independent'
+    if cfg.device.num_devices == 1:
+        return 'one device: no gradients to aggregate, nothing communicated'
+    return None
+
+
 def ablations(cfg):
     """[(name, config or the reason it is skipped)] of the trace-free ablations of cfg."""
     variants = []
@@ -111,8 +120,7 @@ def ablations(cfg):
 
     add('synthetic data', None if cfg.data.data_dir else 'no real data configured (--data_dir)',
         synthetic)
-    add('independent', ('the configuration is already independent'
-                        if not cfg.replication.strategy.aggregates else None),
+    add('independent', _no_communication(cfg),
         lambda: _replace(cfg, 'replication', variable_update=_INDEPENDENT))
     add('one device', None if cfg.device.num_devices > 1 else 'the configuration has one device',
         lambda: _replace(cfg, 'device', num_devices=1))
