@@ -329,7 +329,8 @@ def cpu_notes(values, runs, num_cores=None):
         return []
     return ['the cores were %s busy during the shaped job\'s timed steps%s' % (
         busy.text('%.0f%%', 100.0),
-        ': the CPU, not the links, set them' if busy.median >= cpu_load.CPU_BOUND else '')]
+        ': the CPU, not the links, set them' if busy.median >= cpu_load.CPU_BOUND and not any(
+            run['shaped'].get('cpu', {}).get('straggler') for run in runs) else '')]
 
 
 def _main_cluster(values):
