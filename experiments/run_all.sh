@@ -20,6 +20,7 @@ run four_combos python -m experiments.four_combos --result_file="$OUT/four_combo
 run ablations python -m experiments.ablations --result_file="$OUT/ablations.jsonl"
 run model_parallel python -m experiments.model_parallel --result_file="$OUT/model_parallel.jsonl"
 run stale_gradients python -m experiments.stale_gradients --result_file="$OUT/stale.jsonl" $(plot stale_gradients)
+run lr_scaling python -m experiments.lr_scaling --result_file="$OUT/lr_scaling.jsonl" $(plot lr_scaling)
 run compression_accuracy python -m experiments.compression_accuracy --result_file="$OUT/compression_accuracy.jsonl" $(plot compression_accuracy)
 run compression_accuracy_sgd python -m experiments.compression_accuracy --optimizer=sgd --learning_rate=0.5 --result_file="$OUT/compression_accuracy_sgd.jsonl" $(plot compression_accuracy_sgd)
 run softmax_ps python -m experiments.softmax_ps --result_file="$OUT/softmax.jsonl"

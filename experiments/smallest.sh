@@ -51,6 +51,8 @@ run four_combos --num_steps=40 --eval_every=20 --target_accuracy=0.3 --repeats=1
   "$(result four_combos)"
 run stale_gradients --num_steps=40 --eval_every=20 --target_accuracy=0.3 \
   --async_warmup_steps=10 --repeats=1 "$(result stale_gradients)"
+run lr_scaling --num_steps=40 --eval_every=20 --target_accuracy=0.3 --towers=2 --repeats=1 \
+  "$(result lr_scaling)"
 run compression_accuracy --schemes=none,sign,sign_noef --num_steps=20 --eval_every=20 \
   --repeats=1 "$(result compression_accuracy)"
 run ablations --num_batches=2 --num_warmup_batches=1 --repeats=1 "$(result ablations)"

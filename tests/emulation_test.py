@@ -15,6 +15,8 @@ from tfhp import timing
 from tfhp.emulation import model as emulated_model
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import cpu_load
+from tfhp.launcher import faults
+from tfhp.launcher import local_job
 from tfhp.models import registry
 
 V = profile_lib.Variable
@@ -219,6 +221,45 @@ def test_the_cpu_sampler_reads_the_busy_share_of_a_window():
     report = cpu_load.report(sampler, chief, 5)
     assert report['busy_timed'] == pytest.approx(0.9) and report['cpu_bound']
     assert cpu_load.report(sampler, {}, 5)['busy_timed'] is None
+
+
+def test_the_sampler_counts_the_jobs_own_processes_not_the_machines_load():
+    # A command name with spaces and parentheses; ppid 1, utime 70, stime 5.
+    assert cpu_load.read_process_stat(
+        '42 (python (x) y) S 1 42 42 0 -1 4194560 10 0 0 0 70 5 0 0 20 0 9 0') == (1, 75)
+    # Task 10 and its child 11 are the job; 20 (another user's) and 1 are not.
+    ticks = {'now': 0}
+
+    def processes():
+        t = ticks['now']
+        return {1: (0, 5 * t), 10: (1, 30 * t), 11: (10, 20 * t), 20: (1, 100 * t)}
+    sampler = cpu_load.CpuSampler(processes=lambda: processes(), clock=lambda: ticks['now'],
+                                  ticks_per_s=100, num_cores=2)
+    sampler.sample()   # watching nothing yet: counts nothing
+    sampler.watch([10])
+    for t in (1.0, 2.0, 3.0):
+        ticks['now'] = t
+        sampler.sample()
+    # 50 of the 200 ticks a second two cores have: a quarter, the other user's 100 left out.
+    assert sampler.busy_fraction(1.0, 3.0) == pytest.approx(0.25)
+    assert cpu_load.job_ticks({5: (1, 7), 6: (5, 3), 8: (6, 1), 9: (1, 50)}, [5]) == 11
+
+
+def test_a_straggler_not_the_cpu_sets_a_busy_jobs_steps():
+    sampler = cpu_load.CpuSampler()
+    sampler.samples = [(10.0, 0, 0), (20.0, 950, 1000)]
+    chief = {'timed_start_time': 10.0, 'end_times': [15.0, 20.0], 'global_steps_per_sec': 2.0}
+    busy = cpu_load.report(sampler, chief, 3)
+    assert busy['cpu_bound'] and 'straggler' not in busy
+    slowed = cpu_load.report(sampler, chief, 3, straggler='--straggler_delay_ms=200')
+    assert not slowed['cpu_bound'] and slowed['straggler'] == '--straggler_delay_ms=200'
+    args = ['--straggler_workers=1', '--straggler_delay_ms=200']
+    assert local_job.injected_straggler(args) == '--straggler_delay_ms=200'
+    assert local_job.injected_straggler(['--straggler_delay_ms=200']) is None
+    injector = faults.Injector(say=lambda _: None)
+    injector.records = [{'kind': 'kill', 'task': 'worker 2'},
+                        {'kind': 'pause', 'task': 'worker 1'}]
+    assert local_job.injected_straggler([], injector) == 'pause worker 1'
 
 
 def test_oversubscription_is_named_with_its_counts_unless_compute_is_emulated():

@@ -30,7 +30,7 @@ def _every_field():
                                               'p90': 101.0},
                                 wall_time_s=0.3, emulated_compute_ms=95.0),
         outcome=results.Outcome(
-            final_loss=2.5, first_loss=2.9, last_loss=2.6, global_step=7, checkpoints=[[7, 0.3]],
+            final_loss=2.5, learning_rate=0.1, first_loss=2.9, last_loss=2.6, global_step=7, checkpoints=[[7, 0.3]],
             evaluations=[{'global_step': 7, 'top_1_accuracy': 0.5, 'top_5_accuracy': 0.75}],
             train_top1=0.25, train_top5=0.5, top_1_accuracy=0.5, top_5_accuracy=0.75,
             replica_steps=[3, 3], replica_images_per_sec=[80.0, 80.0], skipped_records=1),
@@ -119,7 +119,7 @@ def test_a_one_process_run_has_its_numbers_in_the_typed_fields(tmp_path):
     # The keys the record had before its schema: a train run's, no more, no less.
     assert set(returned) == {
         'images_per_sec', 'images_per_sec_spread', 'step_time_ms', 'num_steps', 'wall_time_s',
-        'final_loss', 'global_step', 'checkpoints', 'mode', 'model', 'batch_size',
+        'final_loss', 'learning_rate', 'global_step', 'checkpoints', 'mode', 'model', 'batch_size',
         'images_per_step', 'image_size', 'num_devices', 'num_params', 'compute_dtype',
         'job_name', 'task_index', 'config', 'tfhp_version', 'tf_version', 'host', 'time'}
     # trivial at 16x16x3, 10 classes: 768*1+1 + 1*4096+4096 + 4096*10+10.

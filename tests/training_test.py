@@ -15,12 +15,27 @@ from tfhp import config as config_lib
 
 
 def test_num_epochs_becomes_batches_of_the_global_batch():
-    # CIFAR-10's 50,000 training images, 4 per device on 2 devices: 0.01 epochs = 63 steps.
+    # CIFAR-10's 50,000 training images, 4 per device on 2 devices: 0.01 epochs = 63 steps,
+    # the warm-up's one step among them.
     cfg = testing.small_config(data={'data_name': 'cifar10'}, device={'num_devices': 2},
                                run={'num_epochs': 0.01})
     resolved = resolve.resolve_epochs(cfg)
-    assert (resolved.run.num_batches, resolved.run.num_epochs) == (63, 0.01)
+    assert (resolved.run.num_batches, resolved.run.num_epochs) == (62, 0.01)
+    longer = resolve.resolve_epochs(testing.replace(cfg, 'run', num_warmup_batches=10))
+    assert longer.run.num_batches == 53
     assert resolve.resolve_epochs(testing.small_config()).run.num_batches == 3
+
+
+def test_the_learning_rate_is_on_the_progress_lines_and_in_the_result():
+    # Warm-up 1 and 3 timed steps (global steps 1-3) of a rate halved every 2 steps (0.00016
+    # epochs of 50,000 images, 4 a step); the result's is the next step's (global step 4).
+    cfg = testing.small_config(data={'data_name': 'cifar10'}, optimizer={
+        'learning_rate': 0.4, 'num_epochs_per_decay': 0.00016, 'learning_rate_decay_factor': 0.5})
+    lines = []
+    result = benchmark.run(cfg, log=lines.append)
+    rates = [float(r) for r in re.findall(r'\tlr: (\S+)', '\n'.join(lines))]
+    assert rates == [0.4, 0.2, 0.2]
+    assert result['learning_rate'] == pytest.approx(0.1)
 
 
 def _config(args):

@@ -155,10 +155,15 @@ flags.DEFINE_boolean('xla_compile', False, 'Compile each tower\'s forward and ba
 flags.DEFINE_boolean('xla', False, 'XLA auto-clustering (the session\'s global JIT level).')
 _group('Run (steps, checkpoints, evaluation, results)')
 flags.DEFINE_integer('num_batches', 100, 'Timed steps.')
-flags.DEFINE_float('num_epochs', None, 'Train this many epochs instead of --num_batches.')
+flags.DEFINE_float('num_epochs', None, 'Train this many epochs instead of --num_batches, '
+                   'counting every training step: the warm-up\'s, then the timed ones.')
 flags.DEFINE_integer('num_warmup_batches', 10, 'Untimed steps before timing.')
 flags.DEFINE_integer('display_every', 10, 'Print progress every this many steps.')
 flags.DEFINE_integer('tf_random_seed', 1234, 'Seed of every random op.')
+flags.DEFINE_boolean('deterministic', False, 'Two runs of one seed and the same flags compute '
+                     'the same losses: input read and augmented in an order the seed fixes '
+                     '(slower), TensorFlow\'s op determinism on. Not between graphs with '
+                     'spares or asynchronous updates (the run says so).')
 flags.DEFINE_string('train_dir', None, 'Checkpoint directory; a run resumes from it.')
 flags.DEFINE_integer('save_model_steps', None, 'Also checkpoint every this many steps.')
 flags.DEFINE_integer('target_global_step', 0, 'Synchronous between-graph workers end at this '
@@ -476,6 +481,10 @@ def runtime_environment(cfg, environ):
     session of this process auto-cluster (TF_XLA_FLAGS --tf_xla_auto_jit=1, which reaches the
     sessions a cluster task makes too) and lets the CPU do so (--tf_xla_cpu_global_jit; without
     it TensorFlow auto-clusters on GPUs only).
+    --deterministic sets TF_DETERMINISTIC_OPS=1 (TensorFlow's op determinism: kernels that
+    cannot repeat refuse to run; on a GPU, deterministic ones are chosen) and, outside a
+    cluster, thread pools of one thread (TF_NUM_INTEROP_THREADS, TF_NUM_INTRAOP_THREADS) for
+    every session of the process, probes included (`tfhp.runner.build._session_config` says why).
 
     Args:
       cfg: the BenchmarkConfig.
@@ -491,6 +500,10 @@ def runtime_environment(cfg, environ):
         missing = [flag for flag in wanted if flag not in present]
         if missing:
             variables['TF_XLA_FLAGS'] = ' '.join(present + missing)
+    if cfg.run.deterministic:
+        variables['TF_DETERMINISTIC_OPS'] = '1'
+        if not cfg.cluster.enabled:
+            variables.update(TF_NUM_INTEROP_THREADS='1', TF_NUM_INTRAOP_THREADS='1')
     return variables
 
 
@@ -517,6 +530,9 @@ def main(argv):
     for line in one_process_eval(FLAGS, os.environ)[1]:
         print(line)
     os.environ.update(runtime_environment(cfg, os.environ))
+    caveat = config_lib.determinism_caveat(cfg)
+    if caveat:
+        print(caveat)
     stop = None
     if cfg.cluster.enabled:
         # Before TensorFlow starts any thread: they must inherit the blocked stop signals.
@@ -530,7 +546,7 @@ def main(argv):
     startup.mark('imported')
     try:
         # Cluster tasks read --num_batches too: --num_epochs is resolved for every task here.
-        cfg = resolve.resolve_epochs(cfg)
+        cfg = resolve.resolve_classes(resolve.resolve_epochs(cfg))
         if cfg.cluster.enabled:
             from tfhp.cluster import roles  # pylint: disable=g-import-not-at-top
             result = roles.run(cfg, stop=stop)

@@ -90,6 +90,15 @@ def measurement(cfg):
     return dataclasses.replace(cfg, profile=config_lib.ProfileConfig())
 
 
+def _no_communication(cfg):
+    """Why cfg has no communication to ablate (the 'independent' run), or None."""
+    if not cfg.replication.strategy.aggregates:
+        return 'the configuration is already independent'
+    if cfg.device.num_devices == 1:
+        return 'one device: no gradients to aggregate, nothing communicated'
+    return None
+
+
 def ablations(cfg):
     """[(name, config or the reason it is skipped)] of the trace-free ablations of cfg."""
     variants = []
@@ -113,8 +122,7 @@ def ablations(cfg):
 
     add('synthetic data', None if cfg.data.data_dir else 'no real data configured (--data_dir)',
         synthetic)
-    add('independent', ('the configuration is already independent'
-                        if not cfg.replication.strategy.aggregates else None),
+    add('independent', _no_communication(cfg),
         lambda: _replace(cfg, 'replication', variable_update=_INDEPENDENT))
     add('one device', None if cfg.device.num_devices > 1 else 'the configuration has one device',
         lambda: _replace(cfg, 'device', num_devices=1))
@@ -323,7 +331,8 @@ def cpu_notes(values, runs, num_cores=None):
         return []
     return ['the cores were %s busy during the shaped job\'s timed steps%s' % (
         busy.text('%.0f%%', 100.0),
-        ': the CPU, not the links, set them' if busy.median >= cpu_load.CPU_BOUND else '')]
+        ': the CPU, not the links, set them' if busy.median >= cpu_load.CPU_BOUND and not any(
+            run['shaped'].get('cpu', {}).get('straggler') for run in runs) else '')]
 
 
 def _main_cluster(values):

@@ -137,9 +137,11 @@ def _print_summary(summary):
               % (summary['links']['global_step_ms'], summary['links']['comm_bound_ms']))
     cpu = summary.get('cpu', {})
     if cpu.get('busy_timed') is not None:
-        print('[launch] cores %d busy %.0f%% during the timed steps, %d tasks%s'
-              % (cpu['cores'], 100 * cpu['busy_timed'], cpu['tasks'],
-                 ': the CPU, not the links, set these steps' if cpu['cpu_bound'] else ''))
+        verdict = (': the CPU, not the links, set these steps' if cpu['cpu_bound'] else
+                   ': an injected straggler (%s) set these steps, not the CPU' % cpu['straggler']
+                   if cpu.get('straggler') else '')
+        print('[launch] the job kept %d cores %.0f%% busy during the timed steps, %d tasks%s'
+              % (cpu['cores'], 100 * cpu['busy_timed'], cpu['tasks'], verdict))
     if 'root_cause' in summary:
         cause = summary['root_cause']
         print('[launch] root cause: %s (%s): %s' % (cause['task'], supervisor.describe_status(

@@ -27,6 +27,8 @@ def _config(data_dir, **data):
 def test_training_on_a_data_set_uses_its_classes(data_dir, use_datasets):
     result = benchmark.run(_config(data_dir, use_datasets=use_datasets), log=lambda _: None)
     assert result['num_params'] == LENET_4_CLASS_PARAMS
+    # The configuration recorded is the data set's classes, not --num_classes' 10.
+    assert result['config']['model']['num_classes'] == shapes.NUM_CLASSES
     assert result['global_step'] == 4 and result['final_loss'] > 0
     assert 'skipped_records' not in result
 

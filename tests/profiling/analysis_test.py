@@ -9,7 +9,12 @@ The step (microseconds; CPU:1 sends f and h to CPU:0):
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tests import testing
+from tests.pipelines import shapes
+from tfhp.runner import benchmark
+
 from tfhp.profiling import analysis
+from tfhp.profiling import capture
 from tfhp.profiling import events
 from tfhp.profiling import report
 
@@ -188,3 +193,42 @@ def test_a_stage_scope_opened_twice_is_the_same_stage():
     assert events.stage_of('tower_0/backward_2/gradients/MatMul', 'MatMul') == 'backward'
     assert events.stage_of('save_1/Const', 'Const') == events.OTHER
     assert events.stage_of('aggregate_x/add', 'AddV2') == events.OTHER
+
+
+def _input_step(input_time, path, input_wait=0.0):
+    """A 10 ms step on one device busy 8 ms, `input_time` of it in preprocessing."""
+    stages = {'preprocess': input_time, 'forward': 2.0e3, 'backward': 6.0e3 - input_time}
+    return analysis.StepAnalysis(
+        step_time=10.0e3, stage_names=tuple(stages),
+        devices=[analysis.DeviceFigures('CPU:0', 8.0e3, 2.0e3, stages, 9)],
+        critical_path=path, links={}, transfer_time=0.0, hidden_transfer_time=0.0,
+        overlap_efficiency=None, top_ops=[], input_wait=input_wait)
+
+
+def test_the_report_names_input_only_where_the_trace_shows_it():
+    compute_path = [analysis.PathSegment('CPU:0', 'forward', 2.0e3, 0.0, 3),
+                    analysis.PathSegment('CPU:0', 'backward', 6.0e3, 0.0, 5)]
+    # tf.data: the step blocked 4.2 ms in GetNext, on its critical path.
+    waited = report.bound_lines(_input_step(
+        0.0, [analysis.PathSegment('CPU:0', 'input', 4.2e3, 0.0, 1)] + compute_path, 4.2e3))
+    assert waited[0].startswith('input: 0.0% of the busy time in input and preprocessing; '
+                                '4.200 ms of the critical path; 4.200 ms waiting')
+    assert waited[1] == 'Bound: input: the step waited for its input 42% of its time'
+    # RecordInput: preprocessing shared the device (25% of its busy time), off the path.
+    shared = _input_step(2.0e3, compute_path)
+    assert shared.input_share == pytest.approx(0.25) and shared.path_input_time == 0.0
+    assert report.bound_lines(shared)[1].startswith(
+        'Bound: cannot tell from a trace: preprocessing took 25% of the busy time')
+    assert report.bound_lines(_input_step(0.1e3, compute_path))[1].startswith(
+        'Bound: compute, as far as the trace shows')
+
+
+def test_a_tf_data_step_shows_its_get_next_wait(tmp_path):
+    shapes.make_shapes(str(tmp_path))
+    trace = str(tmp_path / 'step.json')
+    cfg = testing.small_config(model='lenet', image_size=28, num_batches=2, data={
+        'data_dir': str(tmp_path), 'use_datasets': True, 'staged_input': False},
+                               profile={'trace_file': trace, 'trace_step': 2})
+    benchmark.run(cfg, log=lambda _: None)
+    step = analysis.analyze(capture.load_run_metadata(trace))
+    assert 0.0 < step.input_wait < step.step_time

@@ -56,6 +56,7 @@ def test_poor_scaling_without_exposure_blames_shared_cores():
                          "the 2 virtual CPU devices share the host's 2 cores.")
     report = bottleneck.format_diagnosis(d)
     assert 'synthetic data   skipped: no real data' in report
+    assert 'input exposure:          n/a (skipped: no real data)' in report
     assert report.splitlines()[-1] == d.verdict
 
 
@@ -81,6 +82,10 @@ def test_ablations_replace_one_setting_each_and_say_why_others_are_skipped():
         replication={'variable_update': 'independent'})))
     assert single['one device'] == 'the configuration has one device'
     assert single['independent'] == 'the configuration is already independent'
+    # One device of an aggregating strategy communicates nothing either.
+    one = dict(diagnose.ablations(testing.small_config()))
+    assert testing.small_config().replication.strategy.aggregates
+    assert one['independent'] == 'one device: no gradients to aggregate, nothing communicated'
 
 
 def _has_matplotlib():

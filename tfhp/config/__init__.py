@@ -96,3 +96,4 @@ EvalConfig = evaluation.EvalConfig
 
 BenchmarkConfig = benchmark.BenchmarkConfig
 all_reduce_replication = benchmark.all_reduce_replication
+determinism_caveat = benchmark.determinism_caveat

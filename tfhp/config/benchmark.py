@@ -276,6 +276,30 @@ class BenchmarkConfig:
         return dataclasses.asdict(self)
 
 
+def determinism_caveat(cfg):
+    """Why a --deterministic run of cfg does not repeat exactly, in one line; None when it does.
+
+    In one process (one device or in-graph towers) a seed fixes every loss. A cluster task
+    keeps its inter-op threads (its blocking queues need them), so the order of its ops, and
+    the rounding of updates that race with reads, may differ; and where a protocol lets the
+    workers' timing decide what a step holds it differs more: asynchronous updates apply in the
+    order workers finish, and spare replicas make a step of the first gradients in.
+    """
+    if not cfg.run.deterministic or not cfg.cluster.enabled:
+        return None
+    cluster = cfg.cluster
+    workers = cluster.total_num_replicas or cluster.num_workers
+    if not cluster.cross_replica_sync:
+        why = 'asynchronous updates apply in the order the workers finish'
+    elif (cluster.replicas_to_aggregate or workers) < workers:
+        why = 'with spare replicas a step holds the first %d gradients in' % (
+            cluster.replicas_to_aggregate)
+    else:
+        why = ('the input repeats, but a cluster task runs its ops side by side, so losses may '
+               'differ in the last digits')
+    return '--deterministic: this job does not repeat exactly: %s.' % why
+
+
 def all_reduce_replication(cfg):
     """cfg.replication with --compact_gradient_transfer applied: float16 compute all-reduces
     its gradients in float16 (tf_cnn_benchmarks' meaning) through the one cast of

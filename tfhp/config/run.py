@@ -12,11 +12,17 @@ class RunConfig:
     Attributes:
       num_batches: timed steps.
       num_epochs: train for this many epochs of the training set instead (tf_cnn_benchmarks'
-        alternative to num_batches; `tfhp.runner.resolve.resolve_epochs` turns it into num_batches
-        once the data set and global batch are known). None: num_batches is used.
+        alternative to num_batches), counting every training step, warm-up included:
+        `tfhp.runner.resolve.resolve_epochs` turns it into num_batches (the steps less the
+        warm-up's) once the data set and global batch are known. None: num_batches is used.
       num_warmup_batches: untimed steps first (graph optimisation, allocator warm-up).
       display_every: print a progress line every this many steps.
       tf_random_seed: seed of every random op (synthetic data, initialisers, shuffling).
+      deterministic: two runs of one seed and the same flags compute the same losses: the
+        input pipelines read and augment in an order the seed fixes (`tfhp.pipelines`'
+        `deterministic`, slower), and the `tfhp` command turns on TensorFlow's op determinism.
+        Between graphs only a synchronous job without spare replicas repeats
+        (`determinism_caveat`).
       train_dir: checkpoints are written here and a run resumes from the latest one.
       save_model_steps: also checkpoint every this many steps (None: only at the end).
       eval: evaluate the checkpoint in train_dir (top-1/top-5) instead of training.
@@ -39,6 +45,7 @@ class RunConfig:
     num_warmup_batches: int = 10
     display_every: int = 10
     tf_random_seed: int = 1234
+    deterministic: bool = False
     train_dir: Optional[str] = None
     save_model_steps: Optional[int] = None
     eval: bool = False

@@ -1,10 +1,13 @@
-"""How busy the machine's cores were while a job's timed steps ran: the check that tells a
+"""How busy a job kept the machine's cores while its timed steps ran: the check that tells a
 measurement of the cluster from a measurement of cores shared by too many tasks.
 
-`CpuSampler` reads /proc/stat's total line in a thread while a job runs; `busy_fraction` is the
-share of core time spent outside idle and iowait between two times (interpolated between the
-samples). A job whose timed steps kept the cores this busy or more (CPU_BOUND) was set by the
-CPU, not by its links or its protocol: the launcher says so in the summary. Imports no
+`CpuSampler` reads, in a thread while a job runs, the CPU time of the job's own processes (each
+task and its descendants: utime + stime of /proc/PID/stat), so that other users' load on the
+machine is not counted; `busy_fraction` is that time's share of all cores' time between two
+times (interpolated between the samples). A job whose timed steps kept the cores this busy or
+more (CPU_BOUND) was set by the CPU, not by its links or its protocol, unless a straggler was
+injected (its delay sets the step while the cores wait): the launcher says which. `read_stat`
+reads the machine's total line, for callers that want the machine's share. Imports no
 TensorFlow.
 """
 import os
@@ -24,6 +27,46 @@ def read_stat(text):
     return total - idle, total
 
 
+def read_process_stat(text):
+    """(ppid, utime + stime ticks) of one /proc/PID/stat line."""
+    # The command name, in parentheses, may hold spaces and parentheses: split after the last.
+    fields = text[text.rindex(')') + 2:].split()
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def job_ticks(processes, roots):
+    """CPU ticks of the processes `roots` and all their descendants.
+
+    Args:
+      processes: {pid: (ppid, ticks)} of the machine's processes (`read_process_stat`).
+      roots: the job's task pids.
+    """
+    children = {}
+    for pid, (ppid, _) in processes.items():
+        children.setdefault(ppid, []).append(pid)
+    seen, pending = set(), [pid for pid in roots if pid in processes]
+    while pending:
+        pid = pending.pop()
+        if pid not in seen:
+            seen.add(pid)
+            pending.extend(children.get(pid, []))
+    return sum(processes[pid][1] for pid in seen)
+
+
+def _processes():
+    """{pid: (ppid, ticks)} of this machine's processes now (those that end meanwhile are left
+    out)."""
+    found = {}
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open('/proc/%s/stat' % name) as f:
+                    found[int(name)] = read_process_stat(f.read())
+            except (OSError, ValueError):
+                continue
+    return found
+
+
 def cores():
     """Cores this process may run on."""
     try:
@@ -33,24 +76,43 @@ def cores():
 
 
 class CpuSampler(link_traffic.PeriodicSampler):
-    """Samples /proc/stat every interval_s in a thread; use as a context manager around a job.
+    """Samples the CPU time of a job's processes every interval_s in a thread; use as a context
+    manager around a job, and `watch` its tasks once they started.
 
-    `samples` holds [(time, busy ticks, total ticks)] in time order.
+    `samples` holds [(time, the job's busy ticks, all cores' ticks)] in time order. The job's
+    ticks are those its processes used since `watch` (a task that ended takes its ticks
+    along: only the windows of the timed steps, while every task runs, are read).
+
+    Args:
+      interval_s: between samples.
+      processes: () -> {pid: (ppid, ticks)} (default: /proc's).
+      clock: () -> seconds (default: time.time).
+      ticks_per_s: the kernel's clock ticks per second (default: SC_CLK_TCK).
+      num_cores: cores the job may use (default: `cores()`).
     """
 
-    def __init__(self, interval_s=0.1):
+    def __init__(self, interval_s=0.1, processes=_processes, clock=time.time, ticks_per_s=None,
+                 num_cores=None):
         super().__init__(interval_s)
         self.samples = []
+        self._processes, self._clock = processes, clock
+        self._ticks_per_s = ticks_per_s or os.sysconf('SC_CLK_TCK')
+        self._num_cores = num_cores or cores()
+        self._roots = ()
+
+    def watch(self, pids):
+        """Counts the processes `pids` (a job attempt's tasks) and their descendants from now."""
+        self._roots = tuple(pids)
 
     def sample(self):
-        """Reads /proc/stat once (the thread calls this)."""
-        with open('/proc/stat') as f:
-            busy, total = read_stat(f.read())
-        self.samples.append((time.time(), busy, total))
+        """Reads the job's processes once (the thread calls this)."""
+        now = self._clock()
+        busy = job_ticks(self._processes(), self._roots) if self._roots else 0
+        self.samples.append((now, busy, now * self._ticks_per_s * self._num_cores))
 
     def busy_fraction(self, begin, end):
-        """Share of all cores' time that was busy between `begin` and `end` (epoch seconds), or
-        None without two samples around the window."""
+        """Share of all cores' time that the job kept busy between `begin` and `end` (epoch
+        seconds), or None without two samples around the window."""
         if len(self.samples) < 2 or end <= begin:
             return None
         busy = [(t, b) for t, b, _ in self.samples]
@@ -60,8 +122,9 @@ class CpuSampler(link_traffic.PeriodicSampler):
             return None
         share = (link_traffic.interpolate(busy, end) -
                  link_traffic.interpolate(busy, begin)) / ticks
-        # Each counter is interpolated apart: a fully busy window can come out a rounding above 1.
-        return min(1.0, share)
+        # Each counter is interpolated apart: a fully busy window can come out a rounding above
+        # 1; a task that ended inside it takes its ticks along (below 0).
+        return min(1.0, max(0.0, share))
 
 
 def oversubscription(num_workers, num_ps, emulated, num_cores=None, busy=None,
@@ -92,11 +155,16 @@ def oversubscription(num_workers, num_ps, emulated, num_cores=None, busy=None,
                 (num_workers + num_ps) / float(num_cores), ' '.join(model_flags), model, model))
 
 
-def report(sampler, chief_result, num_tasks):
-    """The summary's 'cpu': cores, tasks, and the busy share of the cores over the chief's timed
-    steps ('busy_timed', None without a timed window), with 'cpu_bound' when it is CPU_BOUND or
-    more."""
+def report(sampler, chief_result, num_tasks, straggler=None):
+    """The summary's 'cpu': cores, tasks, and the share of the cores the job kept busy over the
+    chief's timed steps ('busy_timed', None without a timed window), with 'cpu_bound' when it
+    is CPU_BOUND or more and no straggler was injected; 'straggler' (what was injected) when
+    one was: its delay, not the cores, set those steps."""
     window = link_traffic.timed_window(chief_result or {})
     busy = sampler.busy_fraction(window[0], window[1]) if window else None
-    return {'cores': cores(), 'tasks': num_tasks, 'busy_timed': busy,
-            'cpu_bound': busy is not None and busy >= CPU_BOUND}
+    cpu = {'cores': cores(), 'tasks': num_tasks, 'busy_timed': busy,
+           'cpu_bound': busy is not None and busy >= CPU_BOUND and not straggler}
+    if straggler:
+        cpu['straggler'] = straggler
+    return cpu
+

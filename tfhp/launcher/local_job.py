@@ -65,6 +65,18 @@ def _say(out, line):
     out.flush()
 
 
+def injected_straggler(tfhp_args, injector=None):
+    """What slowed a worker on purpose in a job of `tfhp_args`: '--straggler_delay_ms=200',
+    or the pauses and slowed links `injector` (a `faults.Injector`) injected ('pause worker
+    1'); None when nothing did."""
+    delay = float(plan.flag_value(tfhp_args, 'straggler_delay_ms', 0) or 0)
+    if delay > 0 and plan.flag_value(tfhp_args, 'straggler_workers'):
+        return '--straggler_delay_ms=%g' % delay
+    slowed = ['%s %s' % (r['kind'], r['task']) for r in (injector.records if injector else [])
+              if r['kind'] in ('pause', 'slow_link')]
+    return ', '.join(slowed) or None
+
+
 def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False,
                controller=False, link_bandwidth=None, ps_link_bandwidth=None, out=None,
                lean_malloc=True, injector=None, link_options=None, colocate_ps=False):
@@ -117,14 +129,19 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
                     commands, lambda line: _say(out, line), bool(plan.linger_s(tfhp_args))))
             start = time.time()
             with cpu_load.CpuSampler() as cpu:
+
+                def on_start(procs):
+                    cpu.watch(proc.pid for proc in procs.values())
+                    if injector:
+                        injector.attach(procs, network)
                 end = supervisor.run_job(
                     commands, timeout_s=timeout_s, keep_going=keep_going, out=out,
                     bounds=plan.task_bounds(tfhp_args), lean_malloc=lean_malloc,
-                    linger_s=plan.linger_s(tfhp_args),
-                    on_start=injector and (lambda procs: injector.attach(procs, network)))
+                    linger_s=plan.linger_s(tfhp_args), on_start=on_start)
             results = supervisor.read_results(result_dir, [t for t in commands if t[0] != 'ps'])
             summary = figures.cluster_summary(results, end.launch_times)
-            summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands))
+            summary['cpu'] = cpu_load.report(cpu, results.get(('worker', 0)), len(commands),
+                                             straggler=injected_straggler(tfhp_args, injector))
             if network:
                 summary['links'] = figures.link_report(network, network.tasks, results)
     finally:

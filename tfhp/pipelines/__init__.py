@@ -28,7 +28,8 @@ def preprocesses_in_graph(data_config):
 
 
 def make_pipeline(data_config, batch_size, image_size, num_classes, data_format='NHWC',
-                  train=True, seed=1234, shift_ratio=None, data_name=None):
+                  train=True, seed=1234, shift_ratio=None, data_name=None,
+                  deterministic=False):
     """Builds the pipeline a `tfhp.config.DataConfig` describes.
 
     Args:
@@ -43,6 +44,8 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
       data_name: the data set's name (the directory's, when data_config leaves it open);
         'cifar10' selects the CIFAR-10 preprocessing. Synthetic data ignores it: its batches
         are random images of `image_size` and labels below `num_classes` either way.
+      deterministic: every run of one seed reads the same batches in the same order (the
+        pipelines' `deterministic`); synthetic data always does.
     Returns:
       A `tfhp.pipelines.base.Pipeline`.
     Raises:
@@ -57,7 +60,8 @@ def make_pipeline(data_config, batch_size, image_size, num_classes, data_format=
     common = dict(train=train, data_format=data_format, dtype=dtype,
                   distortions=data_config.distortions, crop_flip=data_config.random_crop_flip,
                   seed=seed, staged=data_config.staged_input,
-                  skip_corrupt=data_config.skip_corrupt_records, data_name=data_name)
+                  skip_corrupt=data_config.skip_corrupt_records, data_name=data_name,
+                  deterministic=deterministic)
     if not preprocesses_in_graph(data_config):
         return datasets.DatasetPipeline(
             pattern, batch_size, image_size, num_classes,

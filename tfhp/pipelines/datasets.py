@@ -17,6 +17,12 @@ records (still encoded) in memory and replays them, reshuffled, in every later e
 is read again. `repeat_cached_sample` reads one record and repeats it forever (the reference
 benchmarks' way to time everything after the read at memory speed).
 
+Determinism (`deterministic=True`, --deterministic): the interleave keeps its files' order, the
+map runs one element at a time (its random crops and flips are stateful ops, which parallel
+calls would draw from in the order threads reach them) and several towers take their batches
+from the iterator one after another, so a seed fixes the data order and every augmentation.
+`shuffled_records` is also the read stage of the RecordInput pipeline when it must repeat.
+
 Skipping corrupt records (`skip_corrupt=True`): an element whose preprocessing fails is
 dropped, and a running count travels with the elements to the step, which stores it in a
 local variable of the `preprocessing.SKIPPED_RECORDS` collection; MAX_CORRUPT_IN_A_ROW corrupt
@@ -54,6 +60,8 @@ class DatasetPipeline(base.Pipeline):
       seed: seed of the file and record shuffles.
       use_caching: keep the records in memory after the first epoch.
       repeat_cached_sample: repeat the first record forever.
+      deterministic: the same batches, in the same order, every run of one seed (see the
+        module docstring); slower: the map is sequential.
     Raises:
       record_input.InputFilesError: the pattern cannot feed a reader (checked at once).
     """
@@ -63,7 +71,7 @@ class DatasetPipeline(base.Pipeline):
                  num_private_threads=0, prefetch_buffer_size=1,
                  shuffle_buffer_size=SHUFFLE_BUFFER_SIZE, seed=301, staged=True,
                  skip_corrupt=False, data_name=None, use_caching=False,
-                 repeat_cached_sample=False):
+                 repeat_cached_sample=False, deterministic=False):
         self.files = record_input.list_files(file_pattern, keep_broken=skip_corrupt)
         self._pattern = file_pattern
         self._batch_size = batch_size
@@ -79,6 +87,7 @@ class DatasetPipeline(base.Pipeline):
         self._skip_corrupt = skip_corrupt
         self._use_caching = use_caching
         self._repeat_cached_sample = repeat_cached_sample
+        self._deterministic = deterministic
 
     def records(self):
         """The serialized records, epoch after epoch (shuffled when training).
@@ -97,7 +106,7 @@ class DatasetPipeline(base.Pipeline):
             files = files.shuffle(len(self.files), seed=self._seed)
         records = files.interleave(
             read, cycle_length=min(len(self.files), INTERLEAVE_CYCLE_LENGTH),
-            num_parallel_calls=AUTOTUNE, deterministic=not self._train)
+            num_parallel_calls=AUTOTUNE, deterministic=self._deterministic or not self._train)
         if self._repeat_cached_sample:
             return records.take(1).cache().repeat()
         if self._use_caching:
@@ -110,7 +119,7 @@ class DatasetPipeline(base.Pipeline):
         """Batches of (images, labels), plus the running count of skipped records when
         skipping, prefetched on the host when staged."""
         examples = self.records()
-        parallel = AUTOTUNE if self._staged else None
+        parallel = AUTOTUNE if self._staged and not self._deterministic else None
         if self._skip_corrupt:
             def validated(record, framed):
                 example, valid = preprocessing.with_validity(self._example_fn, record)
@@ -163,8 +172,14 @@ class DatasetPipeline(base.Pipeline):
 
         def read():
             with tf.device(host), tf.name_scope(scopes.INPUT):
-                return [software_pipeline.Group(device, self._next_batch(iterator, counter))
-                        for device in towers]
+                groups = []
+            for device in towers:
+                # Deterministic: tower t's batch is the t-th taken, not the first one ready.
+                after = [groups[-1].tensors[0]] if groups and self._deterministic else []
+                with tf.control_dependencies(after):
+                    groups.append(software_pipeline.Group(device,
+                                                          self._next_batch(iterator, counter)))
+            return groups
 
         return software_pipeline.chain([read], staged=self._staged, name='datasets')
 
@@ -173,6 +188,17 @@ class DatasetPipeline(base.Pipeline):
         chain = self.chain(topology)
         return base.InputBatches(batches=[tuple(b) for b in chain.outputs],
                                  put_ops=chain.put_ops, warmup_ops=chain.warmup_ops)
+
+
+def shuffled_records(files, seed, shuffle_buffer_size):
+    """Serialized records of `files`, epoch after epoch, in an order that `seed` fixes: the
+    files reshuffled each epoch, read INTERLEAVE_CYCLE_LENGTH at a time in a fixed order, the
+    records shuffled within an epoch through `shuffle_buffer_size` of them."""
+    names = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=seed)
+    records = names.interleave(tf.data.TFRecordDataset,
+                               cycle_length=min(len(files), INTERLEAVE_CYCLE_LENGTH),
+                               num_parallel_calls=AUTOTUNE, deterministic=True)
+    return records.shuffle(shuffle_buffer_size, seed=seed).repeat()
 
 
 def _framed_records(filename, size):

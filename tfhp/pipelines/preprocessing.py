@@ -78,8 +78,11 @@ def train_image(encoded, boxes, image_size, crop_flip=True, color=False):
       float32 [image_size, image_size, 3] in [0, 1].
     """
     if crop_flip:
+        # tf.compat.v1's op ignores the graph's seed unless given one: without this, runs of
+        # one --tf_random_seed crop differently.
+        seed, seed2 = tf.get_seed(None)
         begin, size, _ = tf.image.sample_distorted_bounding_box(
-            tf.image.extract_jpeg_shape(encoded), bounding_boxes=boxes,
+            tf.image.extract_jpeg_shape(encoded), bounding_boxes=boxes, seed=seed, seed2=seed2,
             min_object_covered=MIN_OBJECT_COVERED, aspect_ratio_range=ASPECT_RATIO_RANGE,
             area_range=AREA_RANGE, max_attempts=MAX_ATTEMPTS,
             use_image_if_no_bounding_boxes=True)

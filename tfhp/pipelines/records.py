@@ -15,6 +15,13 @@ them and puts G batches into each tower's S2, each once every G steps
 (`software_pipeline.chain`'s groups); the towers still take one batch per step.
 With `staged=False` A, B and C run one after another on the same batch every step.
 
+RecordInput's readers fill its shuffle buffer while the step takes records out of it, so which
+records a batch holds depends on the threads' timing: two runs of one seed differ. With
+`deterministic=True` (--deterministic) stage A is a seeded tf.data reader instead
+(`datasets.shuffled_records`: the same files, a shuffle buffer of `buffer_size` records, an
+order the seed fixes); B and the staging areas are unchanged, and each record's random crop and
+flip are ops of their own, whose draws the graph's seed fixes whatever order they run in.
+
 Corrupt records (not an Example, bytes that are not a JPEG, a label out of range) fail the step
 by default. With `skip_corrupt=True` each is counted in a local variable of the
 `preprocessing.SKIPPED_RECORDS` collection and its slot in the batch is filled by another valid
@@ -29,6 +36,7 @@ from tfhp.ops import batching
 from tfhp.ops import record_input
 from tfhp.ops import scopes
 from tfhp.pipelines import base
+from tfhp.pipelines import datasets
 from tfhp.pipelines import preprocessing
 from tfhp.pipelines import software_pipeline
 
@@ -64,6 +72,9 @@ class RecordsPipeline(base.Pipeline):
       staged: software-pipeline the stages (True) or run them in sequence.
       skip_corrupt: skip and count corrupt records instead of failing.
       group_size: steps read and preprocessed at once (staged only).
+      deterministic: read through a seeded tf.data reader instead of RecordInput, so that
+        every run of one seed sees the same batches (see the module docstring); shift_ratio
+        and parallelism then do not apply.
       data_name: the data set's name; 'cifar10' selects the CIFAR-10 preprocessing
         (`preprocessing.example_fn`).
     Raises:
@@ -74,7 +85,7 @@ class RecordsPipeline(base.Pipeline):
     def __init__(self, file_pattern, batch_size, image_size, num_classes, train=True,
                  data_format='NHWC', dtype=tf.float32, distortions=False, crop_flip=True,
                  parallelism=16, buffer_size=10000, shift_ratio=0.0, seed=301, staged=True,
-                 skip_corrupt=False, data_name=None, group_size=1):
+                 skip_corrupt=False, data_name=None, group_size=1, deterministic=False):
         self.files = record_input.list_files(file_pattern)
         if skip_corrupt:
             # A cut-short file would fail every step once a reader reaches it: refuse it now
@@ -90,6 +101,7 @@ class RecordsPipeline(base.Pipeline):
         self._staged = staged
         self._skip_corrupt = skip_corrupt
         self._group_size = group_size
+        self._deterministic = deterministic
 
     def _preprocess(self, records, num_batches):
         """Per-record ops, then one parallel_stack per batch; returns [(images, labels)]."""
@@ -111,6 +123,16 @@ class RecordsPipeline(base.Pipeline):
         with tf.control_dependencies([count]):
             return [fill_invalid(batch, valid[b]) for b, batch in enumerate(batches)]
 
+    def _read(self, count):
+        """Stage A: `count` serialized records, from RecordInput or (deterministic) a seeded
+        tf.data reader."""
+        if not self._deterministic:
+            return record_input.read(self._pattern, count, **self._reader)
+        records = datasets.shuffled_records(self.files, self._reader['seed'],
+                                            self._reader['buffer_size'])
+        batch = tf.data.make_one_shot_iterator(records.batch(count, drop_remainder=True))
+        return batch.get_next()
+
     def chain(self, topology):
         """Builds the stages for `topology`; returns the `software_pipeline.Chain`, whose
         `sizes` show what S1 and each tower's S2 hold (e.g. while warming up by hand)."""
@@ -118,9 +140,7 @@ class RecordsPipeline(base.Pipeline):
 
         def read():
             with tf.device(host), tf.name_scope(scopes.INPUT):
-                records = record_input.read(self._pattern,
-                                            self._batch_size * num_towers * group,
-                                            **self._reader)
+                records = self._read(self._batch_size * num_towers * group)
             return [software_pipeline.Group(host, records)]
 
         def preprocess(nests):

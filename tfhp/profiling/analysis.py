@@ -21,6 +21,11 @@ Definitions (all times in microseconds, from one step's RunMetadata):
                  of U, a warm-up trace of a few short ops far apart gave eta = -102.74.
   other share    the self time of ops under no stage scope (`events.OTHER`) over the busy time
                  summed over devices; `other_ops` are the largest of them by self time.
+  input share    the input and preprocess stages' self time over the busy time summed over
+                 devices (the RecordInput pipeline's per-image ops run in the step's pools).
+  input wait     the union of the step's iterator GetNext ops: tf.data preprocesses on threads
+                 of its own, which the trace does not show, so the time a step blocks taking a
+                 batch from it is all of tf.data's work a trace holds.
 """
 import collections
 import dataclasses
@@ -29,6 +34,12 @@ from typing import Dict, List, Optional, Tuple
 from tfhp.ops import scopes
 from tfhp.profiling import events
 from tfhp.profiling import intervals
+
+# The stages that make a step's input, and the op types that take a batch from tf.data.
+INPUT_STAGES = (scopes.INPUT, scopes.PREPROCESS)
+GET_NEXT_TYPES = frozenset(['IteratorGetNext', 'IteratorGetNextSync',
+                            'MultiDeviceIteratorGetNextFromShard'])
+
 
 @dataclasses.dataclass(frozen=True)
 class DeviceFigures:
@@ -74,6 +85,20 @@ class StepAnalysis:
     # The ops of no stage with the most self time (empty when a caller builds the figures
     # without ops, as the bottleneck tests do).
     other_ops: List[TopOp] = dataclasses.field(default_factory=list)
+    input_wait: float = 0.0            # union of the iterator GetNext ops (module docstring)
+
+    @property
+    def input_share(self):
+        """Fraction of the busy time (summed over devices) in the input and preprocess
+        stages."""
+        busy = sum(d.busy for d in self.devices)
+        totals = self.stage_totals()
+        return sum(totals.get(s, 0.0) for s in INPUT_STAGES) / busy if busy else 0.0
+
+    @property
+    def path_input_time(self):
+        """Time the critical path spent in (and waiting before) input and preprocess ops."""
+        return sum(s.busy + s.wait for s in self.critical_path if s.stage in INPUT_STAGES)
 
     @property
     def other_share(self):
@@ -111,7 +136,8 @@ class StepAnalysis:
 
     def to_dict(self):
         result = dataclasses.asdict(self)
-        result.update(transfer_bytes=self.transfer_bytes, overlap_percent=self.overlap_percent,
+        result.update(input_share=self.input_share, path_input_time=self.path_input_time,
+                      transfer_bytes=self.transfer_bytes, overlap_percent=self.overlap_percent,
                       exposed_transfer_time=self.exposed_transfer_time,
                       imbalance=self.imbalance, other_share=self.other_share)
         return result
@@ -181,7 +207,9 @@ def analyze(run_metadata, stages=scopes.STAGES, top=10):
         overlap_efficiency=overlap_efficiency(
             [[(ops[k].start, ops[k].end) for k in by_device[d]] for d in sorted(by_device)]),
         top_ops=[_top_op(ops[k], shares[k]) for k in by_share[:top]],
-        other_ops=[_top_op(ops[k], shares[k]) for k in other[:top]])
+        other_ops=[_top_op(ops[k], shares[k]) for k in other[:top]],
+        input_wait=intervals.length([(op.start, op.end) for op in ops
+                                     if op.type in GET_NEXT_TYPES]))
 
 
 def _top_op(op, self_time):

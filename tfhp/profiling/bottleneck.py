@@ -132,8 +132,11 @@ def _verdict(f, num_devices, shared_cores):
             % (f['busiest_stage'], 100.0 * f['busiest_stage_share'], f['busiest_device']))
 
 
-def _percent(value, how):
-    return 'n/a' if value is None else '%.0f%% (%s)' % (100.0 * value, how)
+def _percent(value, how, skipped=None):
+    """'12% (how)'; for a figure not measured 'n/a', with why when its ablation was skipped."""
+    if value is None:
+        return 'n/a (skipped: %s)' % skipped if skipped else 'n/a'
+    return '%.0f%% (%s)' % (100.0 * value, how)
 
 
 def format_diagnosis(d):
@@ -146,10 +149,13 @@ def format_diagnosis(d):
         lines.append('  %-16s skipped: %s' % (name, reason))
     step_ms = _step_ms(d.runs['configured'])
     lines += [
-        'input exposure:          %s' % _percent(d.input_exposure, 'vs synthetic data'),
-        'communication exposure:  %s' % _percent(d.communication_exposure, 'vs independent'),
+        'input exposure:          %s' % _percent(d.input_exposure, 'vs synthetic data',
+                                                 d.skipped.get('synthetic data')),
+        'communication exposure:  %s' % _percent(d.communication_exposure, 'vs independent',
+                                                 d.skipped.get('independent')),
         'scaling efficiency:      %s' % _percent(d.scaling_efficiency,
-                                                 '%d devices vs one' % d.num_devices),
+                                                 '%d devices vs one' % d.num_devices,
+                                                 d.skipped.get('one device')),
         'bytes moved per step:    %.3f MB between devices; at %.1f GB/s memcpy >= %.3f ms '
         '(%.1f%% of the step)' % (d.transfer_bytes / 1e6, d.bandwidth / 1e9,
                                   d.transfer_bound * step_ms, 100.0 * d.transfer_bound),

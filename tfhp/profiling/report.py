@@ -7,6 +7,9 @@ from tfhp.profiling import events
 # bottleneck from the stage table.
 SIGNIFICANT_OTHER_SHARE = 0.10
 OTHER_OPS_LISTED = 5
+# From this share of the step (waiting for input) or of the busy time (preprocessing beside
+# the towers) on, input is named: diagnose's threshold for an exposure.
+SIGNIFICANT_INPUT_SHARE = 0.10
 
 def _ms(micros):
     return micros / 1000.0
@@ -92,6 +95,34 @@ def _path_lines(analysis):
     return lines
 
 
+def bound_lines(analysis):
+    """What the step's input cost, and the verdict a trace supports: input when the step
+    waited for it, 'cannot tell' when preprocessing shared the devices with the towers (on
+    shared cores it stretches the forward and backward passes the critical path then shows),
+    else compute as far as the trace shows. Only a run against synthetic data
+    (`python -m tfhp.diagnose`) measures what input costs the step."""
+    step = analysis.step_time
+    waited = max(analysis.path_input_time, analysis.input_wait)
+    lines = ['input: %.1f%% of the busy time in input and preprocessing; %.3f ms of the critical '
+             'path; %.3f ms waiting in an iterator\'s GetNext (tf.data\'s own threads are not '
+             'in a trace: that wait is all of its work the trace shows)' % (
+                 100.0 * analysis.input_share, _ms(analysis.path_input_time),
+                 _ms(analysis.input_wait))]
+    if step and waited / step >= SIGNIFICANT_INPUT_SHARE:
+        lines.append('Bound: input: the step waited for its input %.0f%% of its time'
+                     % (100.0 * waited / step))
+    elif analysis.input_share >= SIGNIFICANT_INPUT_SHARE:
+        lines.append('Bound: cannot tell from a trace: preprocessing took %.0f%% of the busy '
+                     'time beside the towers, and on shared cores it slows the passes the '
+                     'critical path shows; python -m tfhp.diagnose times the step against '
+                     'synthetic data' % (100.0 * analysis.input_share))
+    else:
+        lines.append('Bound: compute, as far as the trace shows (threads and processes outside '
+                     'it, tf.data\'s among them, can still slow it: python -m tfhp.diagnose '
+                     'times the step against synthetic data)')
+    return lines
+
+
 def _top_lines(analysis):
     lines = ['top ops by self time',
              '  %8s %8s  %-14s %-14s %s' % ('self ms', 'op ms', 'device', 'stage', 'op')]
@@ -120,6 +151,7 @@ def format_report(analysis, title=None):
             'overlap efficiency eta: %s' % ('%.2f' % eta if eta is not None
                                             else 'n/a (fewer than two busy devices)')],
         _path_lines(analysis),
+        bound_lines(analysis),
         _top_lines(analysis),
     ]
     return '\n\n'.join('\n'.join(s) for s in sections if s)

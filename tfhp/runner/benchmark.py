@@ -74,7 +74,7 @@ def run(cfg, log=print, topology=None, target='', container='', device_filters=(
     """
     # Before any work: an unwritable --train_dir would otherwise fail at the final save.
     config_lib.check_output_paths(cfg, config_lib.writes_train_dir(cfg.cluster))
-    cfg = resolve.resolve_epochs(cfg)
+    cfg = resolve.resolve_classes(resolve.resolve_epochs(cfg))
     try:
         return _run_local(cfg, log, topology, target, container, device_filters)
     except tf.errors.OpError as e:

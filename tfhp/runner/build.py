@@ -37,7 +37,7 @@ def _make_pipeline(cfg, batch_size, image_size, topology, num_classes, data_name
             cfg.data, batch_size, image_size, num_classes, cfg.model.data_format,
             train=not (cfg.run.eval or cfg.run.forward_only),
             seed=cfg.run.tf_random_seed + first_tower,
-            shift_ratio=shift_ratio, data_name=data_name)
+            shift_ratio=shift_ratio, data_name=data_name, deterministic=cfg.run.deterministic)
     except record_input.InputFilesError as e:
         raise config_lib.ConfigError('--data_dir: %s' % e) from None
 
@@ -69,7 +69,8 @@ Built = collections.namedtuple('Built', [
     'replica_train_ops',  # in-graph async: one train op per replica thread; else None
     'summary_op',  # merged TensorBoard summaries, or None when none are written
     'skipped_records',  # corrupt records skipped so far, or None when none are skipped
-    'manager'])    # the VariableManager (tfhp.distributed reads its counters)
+    'manager',     # the VariableManager (tfhp.distributed reads its counters)
+    'learning_rate'])  # the training step's rate tensor, or None when not training
 
 
 def build(cfg, topology=None, finalize=True, container=''):
@@ -103,7 +104,7 @@ def build(cfg, topology=None, finalize=True, container=''):
                                                     topology, cfg.cluster, cfg.staleness,
                                                     trains=cfg.trains)
         model_fn = _model_fn(cfg, spec, topology, info.num_classes)
-        ops, replica_train_ops, post_init_ops, summary_op = _step_ops(
+        ops, replica_train_ops, post_init_ops, summary_op, rate = _step_ops(
             cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
             info.num_examples['train'])
         # In the graph: a manager may read its variables from the graph's collections
@@ -122,7 +123,7 @@ def build(cfg, topology=None, finalize=True, container=''):
                  images_per_step=batch_size * topology.num_towers,
                  num_params=num_params, summary_op=summary_op, post_init_ops=post_init_ops,
                  replica_train_ops=replica_train_ops, manager=manager,
-                 skipped_records=skipped_records)
+                 skipped_records=skipped_records, learning_rate=rate)
 
 
 def _model_fn(cfg, spec, topology, num_classes):
@@ -143,20 +144,21 @@ def _model_fn(cfg, spec, topology, num_classes):
 
 def _step_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
               examples_per_epoch):
-    """The step of cfg's mode: (ops, replica_train_ops, post_init_ops, summary_op).
+    """The step of cfg's mode: (ops, replica_train_ops, post_init_ops, summary_op,
+    learning_rate).
 
     `ops` is an `input_only.InputStep` (cfg.data.input_only), a `step.EvalOps` (not training)
     or the training step's (`_train_ops`); the others are `Built`'s fields of the same names.
     """
     if cfg.data.input_only:
-        return input_only.build_step(pipeline, topology), None, [], None
+        return input_only.build_step(pipeline, topology), None, [], None, None
     if not cfg.trains:
         # In a cluster the global step (the weights' step) is the ps tasks' one.
         with tf.device(topology.variable_devices[0] if topology.mode.cluster else None):
             tf.train.get_or_create_global_step()
         ops = step.build_eval_step(pipeline, model_fn, manager, topology,
                                    compile_towers=cfg.xla.xla_compile)
-        return ops, None, manager.post_init_ops(), None
+        return ops, None, manager.post_init_ops(), None, None
     return _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
                       examples_per_epoch)
 
@@ -164,7 +166,8 @@ def _step_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
 def _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size,
                examples_per_epoch):
     """The training step (`step.StepOps`; in-graph async, `async_runner`'s with one train op
-    per replica): (ops, replica_train_ops or None, post_init_ops, summary_op or None)."""
+    per replica): (ops, replica_train_ops or None, post_init_ops, summary_op or None, the
+    learning-rate tensor)."""
     in_graph_async = topology.in_graph_async
     # In a cluster the global step is shared: on the first parameter device; the loss
     # scale beside it.
@@ -191,7 +194,7 @@ def _train_ops(cfg, pipeline, model_fn, manager, topology, base_rate, batch_size
         ops = step.build_train_step(pipeline, model_fn, manager, optimizer_fn, topology,
                                     **step_kwargs)
     summary_op = summaries.merged_summary(verbosity, {'loss': ops.loss, 'learning_rate': rate})
-    return ops, replica_train_ops, ops.post_init_ops, summary_op
+    return ops, replica_train_ops, ops.post_init_ops, summary_op, rate
 
 
 def _optimizer_fn(optimizer_cfg, rate, scale, decay_in_update, verbosity):
@@ -205,12 +208,22 @@ def _optimizer_fn(optimizer_cfg, rate, scale, decay_in_update, verbosity):
 
 
 def _session_config(cfg, topology):
-    """The ConfigProto of a session running cfg's graph on `topology`."""
+    """The ConfigProto of a session running cfg's graph on `topology`.
+
+    --deterministic in one process runs one op at a time on one thread (both pools of one
+    thread): ops side by side let a step's updates race with reads of the same variables
+    (lenet's loss differed in the third digit at the second step), and two virtual devices'
+    ops sharing the intra-op pool rounded differently (in the fourth; 2-core CPU, TF 2.21).
+    TensorFlow keeps the process's first pools, so such a run needs a process of its own: the
+    `tfhp` command sets them before TensorFlow starts (`tfhp.cli.runtime_environment`). A
+    cluster task keeps its pools: its blocking queues and barriers need more than one thread.
+    """
+    single = cfg.run.deterministic and not cfg.cluster.enabled
     proto = session_lib.config_proto(
         num_cpu_devices=topology.num_towers if cfg.device.device == 'cpu' else 1,
-        num_intra_threads=cfg.device.num_intra_threads,
-        num_inter_threads=session_lib.inter_op_threads(cfg.device.num_inter_threads,
-                                                       pipelines.preprocesses_in_graph(cfg.data)))
+        num_intra_threads=1 if single else cfg.device.num_intra_threads,
+        num_inter_threads=1 if single else session_lib.inter_op_threads(
+            cfg.device.num_inter_threads, pipelines.preprocesses_in_graph(cfg.data)))
     if cfg.xla.xla:
         proto.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
     return proto

@@ -27,6 +27,9 @@ def format_interval(step_index, durations, values, images_per_step, interval):
         step_index, images_per_step * len(recent) / sum(recent),
         1000.0 * sum(recent) / len(recent))
     if values is not None:
+        # Before the loss, which parsers of these lines read at the end of the line.
+        if 'learning_rate' in values:
+            line += '\tlr: %.6g' % values['learning_rate']
         line += '\tloss: %.4f' % values['loss']
         if 'top1' in values:
             line += '\ttop_1: %.4f\ttop_5: %.4f' % (values['top1'], values['top5'])
@@ -102,6 +105,8 @@ def run_train(sess, built, cfg, log, evaluator=None):
     images_per_step = built.images_per_step
     session_lib.warm_up(sess, ops.warmup_ops)
     fetches = {'loss': ops.loss}
+    if built.learning_rate is not None:
+        fetches['learning_rate'] = built.learning_rate
     if run_cfg.print_training_accuracy:
         fetches.update(top1=ops.top1, top5=ops.top5)
 
@@ -142,6 +147,8 @@ def run_train(sess, built, cfg, log, evaluator=None):
     final = sess.run(fetches)
     extra = {'final_loss': float(final['loss']), 'global_step': int(sess.run(ops.global_step)),
              'checkpoints': saved}
+    if built.learning_rate is not None:
+        extra['learning_rate'] = float(final['learning_rate'])
     if evaluator:
         extra['evaluations'] = evaluations
     if run_cfg.print_training_accuracy:

@@ -66,14 +66,25 @@ def steps_for_epochs(cfg, epochs):
 def resolve_epochs(cfg):
     """cfg with --num_epochs turned into --num_batches (cfg itself without --num_epochs).
 
-    tf_cnn_benchmarks' rule: ceil(epochs * training examples / global batch), the global batch
-    counting every tower of every worker. Call before anything reads cfg.run.num_batches (the
-    `tfhp` command does, for cluster tasks too).
+    The epochs count every training step, the warm-up's too (they train and advance the
+    learning-rate schedule): ceil(epochs * training examples / global batch) steps in all
+    (tf_cnn_benchmarks' count, the global batch counting every tower of every worker), of
+    which --num_warmup_batches are the warm-up and the rest (at least 1) timed. Call before
+    anything reads cfg.run.num_batches (the `tfhp` command does, for cluster tasks too).
     """
     if cfg.run.num_epochs is None:
         return cfg
     steps = steps_for_epochs(cfg, cfg.run.num_epochs)
-    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, num_batches=steps))
+    timed = max(1, steps - cfg.run.num_warmup_batches)
+    return dataclasses.replace(cfg, run=dataclasses.replace(cfg.run, num_batches=timed))
+
+
+def resolve_classes(cfg):
+    """cfg with --num_classes set to its data set's number of classes (a data directory's, or
+    the one synthetic data stands in for), so that the result's configuration records what
+    the model was built with."""
+    return dataclasses.replace(cfg, model=dataclasses.replace(
+        cfg.model, num_classes=data_set(cfg).num_classes))
 
 
 def data_set(cfg):

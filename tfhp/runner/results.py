@@ -72,6 +72,7 @@ class Outcome:
     """What the run's loop reported (`tfhp.runner.loops`, a worker's final fetch); None: not
     measured in this mode."""
     final_loss: Optional[float] = None
+    learning_rate: Optional[float] = None  # the rate of the step after the last (training)
     first_loss: Optional[float] = None  # a between-graph worker's first timed step's
     last_loss: Optional[float] = None  # and its last timed step's
     global_step: Optional[int] = None  # at the end; of the weights evaluated, for --eval
