@@ -146,6 +146,7 @@ class _OutsideClient:
         self.got = None
         self.address = None
         self._thread = None
+        self.records = []  # the faults it injected (an injector's): none
 
     def attach(self, procs, _):
         ps = procs[('ps', 0)]

@@ -288,7 +288,7 @@ def determinism_caveat(cfg):
     if not cfg.run.deterministic or not cfg.cluster.enabled:
         return None
     cluster = cfg.cluster
-    workers = cluster.total_num_replicas or cluster.num_workers
+    workers = cluster.num_workers
     if not cluster.cross_replica_sync:
         why = 'asynchronous updates apply in the order the workers finish'
     elif (cluster.replicas_to_aggregate or workers) < workers:

@@ -173,13 +173,13 @@ class DatasetPipeline(base.Pipeline):
         def read():
             with tf.device(host), tf.name_scope(scopes.INPUT):
                 groups = []
-            for device in towers:
-                # Deterministic: tower t's batch is the t-th taken, not the first one ready.
-                after = [groups[-1].tensors[0]] if groups and self._deterministic else []
-                with tf.control_dependencies(after):
-                    groups.append(software_pipeline.Group(device,
-                                                          self._next_batch(iterator, counter)))
-            return groups
+                for device in towers:
+                    # Deterministic: tower t's batch is the t-th taken, not the first one ready.
+                    after = [groups[-1].tensors[0]] if groups and self._deterministic else []
+                    with tf.control_dependencies(after):
+                        groups.append(software_pipeline.Group(
+                            device, self._next_batch(iterator, counter)))
+                return groups
 
         return software_pipeline.chain([read], staged=self._staged, name='datasets')
 
