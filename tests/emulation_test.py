@@ -245,6 +245,21 @@ def test_the_sampler_counts_the_jobs_own_processes_not_the_machines_load():
     assert cpu_load.job_ticks({5: (1, 7), 6: (5, 3), 8: (6, 1), 9: (1, 50)}, [5]) == 11
 
 
+def test_a_task_that_ends_keeps_its_ticks_in_the_jobs_count():
+    # Task 11 used 60 ticks by t=1 and ended before t=2; task 10 used 50 a second throughout.
+    # A window ending after 11's exit still reads 10's share, not 10's less 11's (0% busy).
+    table = {1.0: {10: (1, 50), 11: (1, 60)}, 2.0: {10: (1, 100)}, 3.0: {10: (1, 150)}}
+    now = {'t': 1.0}
+    sampler = cpu_load.CpuSampler(processes=lambda: table[now['t']], clock=lambda: now['t'],
+                                  ticks_per_s=100, num_cores=2)
+    sampler.watch([10, 11])
+    for t in (1.0, 2.0, 3.0):
+        now['t'] = t
+        sampler.sample()
+    assert [busy for _, busy, _ in sampler.samples] == [110, 160, 210]
+    assert sampler.busy_fraction(1.0, 3.0) == pytest.approx(0.25)
+
+
 def test_a_straggler_not_the_cpu_sets_a_busy_jobs_steps():
     sampler = cpu_load.CpuSampler()
     sampler.samples = [(10.0, 0, 0), (20.0, 950, 1000)]

@@ -35,7 +35,12 @@ def read_process_stat(text):
 
 
 def job_ticks(processes, roots):
-    """CPU ticks of the processes `roots` and all their descendants.
+    """CPU ticks of the processes `roots` and all their descendants."""
+    return sum(job_processes(processes, roots).values())
+
+
+def job_processes(processes, roots):
+    """{pid: CPU ticks} of the processes `roots` and all their descendants.
 
     Args:
       processes: {pid: (ppid, ticks)} of the machine's processes (`read_process_stat`).
@@ -50,7 +55,7 @@ def job_ticks(processes, roots):
         if pid not in seen:
             seen.add(pid)
             pending.extend(children.get(pid, []))
-    return sum(processes[pid][1] for pid in seen)
+    return {pid: processes[pid][1] for pid in seen}
 
 
 def _processes():
@@ -80,8 +85,9 @@ class CpuSampler(link_traffic.PeriodicSampler):
     manager around a job, and `watch` its tasks once they started.
 
     `samples` holds [(time, the job's busy ticks, all cores' ticks)] in time order. The job's
-    ticks are those its processes used since `watch` (a task that ended takes its ticks
-    along: only the windows of the timed steps, while every task runs, are read).
+    ticks are those its processes used since `watch`; a process that ended keeps its last
+    reading, so the count never falls (a tiny job's tasks end within a sample of its last
+    timed step, which read 0% busy when their ticks left with them).
 
     Args:
       interval_s: between samples.
@@ -99,16 +105,20 @@ class CpuSampler(link_traffic.PeriodicSampler):
         self._ticks_per_s = ticks_per_s or os.sysconf('SC_CLK_TCK')
         self._num_cores = num_cores or cores()
         self._roots = ()
+        self._last = {}
 
     def watch(self, pids):
         """Counts the processes `pids` (a job attempt's tasks) and their descendants from now."""
         self._roots = tuple(pids)
+        self._last = {}
 
     def sample(self):
         """Reads the job's processes once (the thread calls this)."""
         now = self._clock()
-        busy = job_ticks(self._processes(), self._roots) if self._roots else 0
-        self.samples.append((now, busy, now * self._ticks_per_s * self._num_cores))
+        if self._roots:
+            self._last.update(job_processes(self._processes(), self._roots))
+        self.samples.append((now, sum(self._last.values()),
+                             now * self._ticks_per_s * self._num_cores))
 
     def busy_fraction(self, begin, end):
         """Share of all cores' time that the job kept busy between `begin` and `end` (epoch
@@ -123,7 +133,7 @@ class CpuSampler(link_traffic.PeriodicSampler):
         share = (link_traffic.interpolate(busy, end) -
                  link_traffic.interpolate(busy, begin)) / ticks
         # Each counter is interpolated apart: a fully busy window can come out a rounding above
-        # 1; a task that ended inside it takes its ticks along (below 0).
+        # 1.
         return min(1.0, max(0.0, share))
 
 
