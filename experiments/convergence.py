@@ -257,10 +257,12 @@ def plot(records, options, path, title, caption=None):
                                               caption=caption), path)
 
 
-def report(records, options, heading):
-    """Prints the heading, the table (marked against the first row) and the conclusion."""
+def report(records, options, heading, reference=None, table=TABLE):
+    """Prints the heading, the table (its rows marked against `reference`, default the first
+    row) and the conclusion."""
+    reference = reference or records[0]
     print(heading)
-    common.print_table(stats.mark(records, records[0], FIGURES), TABLE, records[0]['label'])
+    common.print_table(stats.mark(records, reference, FIGURES), table, reference['label'])
     print('conclusion, from the repeats (experiments/stats.py):')
     print('\n'.join('  ' + line for line in conclusion(records, options.target_accuracy)))
 

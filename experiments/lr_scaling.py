@@ -30,7 +30,6 @@ from experiments import common
 from experiments import convergence
 from experiments import frame
 from experiments import presets
-from experiments import stats
 from tfhp import modes
 from tfhp import provenance
 from tfhp.data import info as info_lib
@@ -82,13 +81,8 @@ def study():
                '%g epochs, target accuracy %.2f, %d repeats' % (
                    FLAGS.towers, options.num_steps * options.batch_size, options.batch_size,
                    epochs, FLAGS.warmup_epochs, options.target_accuracy, options.repeats))
-    print(heading)
-    reference = next((r for r in records if r['row'] == 'one_tower'), records[0])
-    common.print_table(stats.mark(records, reference, convergence.FIGURES), TABLE,
-                       reference['label'])
-    print('conclusion, from the repeats (experiments/stats.py):')
-    print('\n'.join('  ' + line for line in convergence.conclusion(records,
-                                                                 options.target_accuracy)))
+    convergence.report(records, options, heading, table=TABLE, reference=next(
+        (r for r in records if r['row'] == 'one_tower'), None))
     common.write_records(records, FLAGS.result_file)
     if FLAGS.plot:
         convergence.plot(records, options, FLAGS.plot, heading, caption)

@@ -28,7 +28,6 @@ from experiments import common
 from experiments import convergence
 from experiments import frame
 from experiments import presets
-from experiments import stats
 from tfhp import modes
 from tfhp import provenance
 
@@ -73,13 +72,8 @@ def study():
     heading = ('%s, %d replicas, target accuracy %.2f, %d steps of %d per replica, %d repeats'
                % (FLAGS.mode, options.num_replicas, options.target_accuracy, options.num_steps,
                   options.batch_size, options.repeats))
-    print(heading)
-    reference = next((r for r in records if r['remedy'] == 'none'), records[0])
-    common.print_table(stats.mark(records, reference, convergence.FIGURES), TABLE,
-                       reference['label'])
-    print('conclusion, from the repeats (experiments/stats.py):')
-    print('\n'.join('  ' + line for line in convergence.conclusion(records,
-                                                                 options.target_accuracy)))
+    convergence.report(records, options, heading, table=TABLE, reference=next(
+        (r for r in records if r['remedy'] == 'none'), None))
     common.write_records(records, FLAGS.result_file)
     if FLAGS.plot:
         convergence.plot(records, options, FLAGS.plot, heading, caption)
