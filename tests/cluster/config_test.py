@@ -1,16 +1,12 @@
 """Cluster settings: flags and TF_CONFIG to ClusterConfig, and every refusal naming its flag."""
 import json
 import os
-import re
-import subprocess
-import sys
 
 import pytest
 
 from tests import testing
 from tfhp import cli
 from tfhp import config as config_lib
-from tfhp import session
 from tfhp.cluster import task
 from tfhp.config import tf_config
 
