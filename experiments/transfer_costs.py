@@ -16,9 +16,9 @@ Figures: per transfer, (probe - local) / N; per MB (chunks, whole), (probe - loc
 probe runs --steps times after --warmup_steps, in rounds over the probes (--repeats), reported
 as median [min-max]. With --link_rate the two tasks sit on emulated links of that rate
 (`tfhp.launcher.links`; the study runs itself again inside the worker's namespace), so the
-figures hold what the kernel and gRPC do per packet too; --grpc_batched_reads runs both tasks'
-gRPC with its experiments `GRPC_BATCHED_READS` (tfhp's flag of that name until 52a41b8, retired:
-no step was shorter where the cores were busy). On the machines of docs/results.md a transfer that
+figures hold what the kernel and gRPC do per packet too (gRPC's batched reads, which took a
+third of the CPU per MB at 100 Mbit/s but shortened no step where the cores were busy, were
+retired: 52a41b8 measures them). On the machines of docs/results.md a transfer that
 waits for the one before costs several times one sent beside others: each wakes the threads
 on both sides (TensorFlow's executor, gRPC's event engine) from idle, and on two cores of a VM
 a wake-up is dear.
@@ -26,7 +26,7 @@ a wake-up is dear.
   python -m experiments.transfer_costs                        # 64 transfers, 128 KiB chunks
   python -m experiments.transfer_costs --transfers=128 --chunk_bytes=32768 --repeats=5
   python -m experiments.transfer_costs --link_rate=100mbit --transfers=16 --steps=3 \
-      --chunk_bytes=1048576 --grpc_batched_reads                # root: emulated links
+      --chunk_bytes=1048576                                     # root: emulated links
 """
 import functools
 import os
@@ -55,9 +55,6 @@ TABLE = [('probe', 'probe', None), ('transfers', 'transfers', '%d'),
          ('CPU ms/MB', 'cpu_ms_per_mb', '%.2f')]
 # Bound on the ps child's start and on each probe run, so that a broken run ends the study.
 _TIMEOUT_S = 60.0
-# gRPC's experiments (its GRPC_EXPERIMENTS names): the receiver's socket wakes it once the bytes
-# of the message it reads are in (SO_RCVLOWAT), sized by the transport's estimate of it.
-GRPC_BATCHED_READS = ('tcp_rcv_lowat', 'tcp_frame_size_tuning')
 
 _PS_CHILD = r'''
 import sys
@@ -69,22 +66,12 @@ sys.stdin.read()  # until the study closes the pipe: a study that dies takes its
 '''
 
 
-def _with_batched_reads(experiments):
-    """The GRPC_EXPERIMENTS value `experiments` (comma-separated, possibly '') with
-    GRPC_BATCHED_READS added after what it names; None when it names them all already."""
-    present = [e for e in experiments.split(',') if e]
-    missing = [e for e in GRPC_BATCHED_READS if e not in present]
-    return ','.join(present + missing) if missing else None
-
-
 def define_flags():
     """The study's own flags (the common ones are the frame's)."""
     flags.DEFINE_integer('transfers', 64, 'N: transfers of each probe.')
     flags.DEFINE_integer('chunk_bytes', 128 << 10, 'Bytes of each chunk (a multiple of 4).')
     flags.DEFINE_string('link_rate', None, 'Emulated links of this rate (tc units, e.g. 1gbit; '
                         'needs root); none: loopback.')
-    flags.DEFINE_boolean('grpc_batched_reads', False, 'Both tasks\' gRPC with the '
-                         'experiments %s.' % ','.join(GRPC_BATCHED_READS))
     flags.DEFINE_string('emulated_hosts', None, 'Internal: ps address, worker address and the '
                         'ps namespace, when the study runs inside the worker\'s namespace.')
 
@@ -189,7 +176,7 @@ def measure(probe, seed):
     return {'study': 'transfer_costs', 'probe': probe, 'transfers': transfers,
             'chunk_bytes': FLAGS.chunk_bytes, 'bytes': num_bytes,
             'link_rate': FLAGS.link_rate or 'loopback',
-            'grpc_batched_reads': FLAGS.grpc_batched_reads, 'wall_ms': 1000.0 * wall_s,
+            'wall_ms': 1000.0 * wall_s,
             'cpu_ms': 1000.0 * cpu_s,
             'cpu_ms_per_transfer': (extra_ms / transfers if transfers > 1 and not num_bytes
                                     else None),
@@ -205,11 +192,6 @@ def study():
         raise SystemExit('transfer_costs: ' + '; '.join(errors))
     if FLAGS.link_rate and not FLAGS.emulated_hosts:
         return _inside_emulated_links()
-    # Before this process's first server; the ps child inherits it.
-    experiments = (_with_batched_reads(os.environ.get('GRPC_EXPERIMENTS', ''))
-                   if FLAGS.grpc_batched_reads else None)
-    if experiments:
-        os.environ['GRPC_EXPERIMENTS'] = experiments
     compat.enable_graph_mode()
     try:
         records = common.repeat_in_rounds([functools.partial(measure, p) for p in PROBES],
