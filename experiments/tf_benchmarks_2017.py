@@ -26,6 +26,13 @@ SOURCES = {
     'nvlink': 'NVLink 1.0 packets: up to 256 bytes of data behind one 16-byte header flit',
     'k80': 'NVIDIA, Tesla K80 data sheet: two GK210 GPUs on a board behind its own PCIe '
            'switch, one PCIe 3.0 x16 link to the host; 480 GB/s of GDDR5 for the two',
+    'switch': 'NVIDIA, Tesla K80 board specification (BD-07317-001) and DGX-1 System '
+              'Architecture: each GPU has an x16 port of its own on its PCIe switch, so two '
+              'GPUs of one switch talk through it without its x16 link to the host, which '
+              'carries only what leaves or enters the pair',
+    'cuda_order': 'CUDA C Programming Guide, CUDA_DEVICE_ORDER: devices of one kind are '
+                  'numbered in PCI bus order, so the two GPUs behind one switch are devices '
+                  '2i and 2i+1',
     'ec2': 'AWS, EC2 instance types: p2.8xlarge, 8 K80 GPUs (4 boards), 32 vCPUs of Xeon '
            'E5-2686 v4, 10 Gbit/s network; instances in a VPC use 9001-byte frames (MTU)',
     'gce': 'Google Cloud, GPUs on Compute Engine: n1-standard-32 with 8 K80 GPUs (4 boards)',
@@ -123,6 +130,8 @@ P100_MEMORY_BYTES_S = 732e9                  # 'p100'
 K80_MEMORY_BYTES_S = 480e9 / 2               # 'k80': one GK210 of the board's two
 HOST_MEMORY_BYTES_S = 2 * 76.8e9             # 'broadwell': two sockets
 GPUS_PER_PCIE_SWITCH = 2                     # 'dgx1' (P100 pairs), 'k80' (a board's two GPUs)
+# Each GPU's own port on its switch is x16, and so is the switch's link to the host ('switch');
+# a switch's GPUs are consecutive devices ('cuda_order').
 PCIE_SWITCHES = 4                            # 'dgx1', 'k80' (8 GPUs on 4 boards)
 # NVLink rings: GPUs 0..n-1 in order (NCCL 1's ring, 'nccl1'). 2 and 4 GPUs are linked all
 # the way round; at 8 the hops 3->4 and 7->0 have no NVLink and cross the sockets, through
