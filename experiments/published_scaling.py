@@ -48,11 +48,17 @@ def _apply_s(profile, memory_bytes_s):
     return page.SGD_BYTES_PER_VARIABLE_BYTE * profile.gradient_bytes / memory_bytes_s
 
 
+# Each GPU's own x16 port, and the x16 link that a switch's GPUs share to the host and the
+# other switches ('switch', 'cuda_order').
+SWITCH = step_model.Uplink(members=page.GPUS_PER_PCIE_SWITCH, bps=PCIE_BPS)
+
+
 @dataclasses.dataclass(frozen=True)
 class Point:
     """What a mode's setting needs of one point: its system, model, batch, GPUs, the model's
-    profile, each GPU's PCIe line rate (two share a switch's x16 link once both are in use),
-    the switches in use, and the SGD update's time on a GPU and on the host."""
+    profile, each GPU's PCIe line rate when it reaches the host (two share a switch's x16 link
+    once both are in use), the switches in use, and the SGD update's time on a GPU and on the
+    host."""
     system: str
     model: str
     batch: int
@@ -65,18 +71,19 @@ class Point:
 
 
 def _ps_cpu(p):
-    """parameter_server, variables on the CPU: each GPU reads and pushes through its share of a
-    switch's link, the host through the switches in use."""
-    return step_model.Cluster(num_workers=p.gpus, num_ps=1, nic_bps=p.per_gpu_bps,
-                              ps_nic_bps=p.switches * PCIE_BPS, nic_transport=PCIE), \
-        'parameter_server', p.apply_on_host_s
+    """parameter_server, variables on the CPU: each GPU reads and pushes through its port and
+    its switch's shared link, the host through the switches in use."""
+    return step_model.Cluster(num_workers=p.gpus, num_ps=1, nic_bps=PCIE_BPS,
+                              nic_uplink=SWITCH, ps_nic_bps=p.switches * PCIE_BPS,
+                              nic_transport=PCIE), 'parameter_server', p.apply_on_host_s
 
 
 def _ps_gpu(p):
-    """parameter_server, variables spread over the GPUs, greedily by size."""
+    """parameter_server, variables spread over the GPUs, greedily by size: a GPU's shard
+    leaves through its own port, and through its switch's link for the other pairs."""
     held = tuple(placement.ps_gradient_bytes(p.profile, p.gpus))
-    return step_model.Cluster(num_workers=p.gpus, num_ps=p.gpus, nic_bps=p.per_gpu_bps,
-                              ps_on_workers=True, nic_transport=PCIE,
+    return step_model.Cluster(num_workers=p.gpus, num_ps=p.gpus, nic_bps=PCIE_BPS,
+                              nic_uplink=SWITCH, ps_on_workers=True, nic_transport=PCIE,
                               ps_gradient_bytes=held), 'parameter_server', p.apply_on_gpu_s
 
 
@@ -84,7 +91,7 @@ def _copies_gpu(p):
     """replicated without NCCL: gradient i summed on GPU i % N, the sum copied back."""
     held = tuple(placement.round_robin_gradient_bytes(p.profile, p.gpus))
     return step_model.Cluster(num_workers=1, towers_per_worker=p.gpus, num_ps=0,
-                              bus_bps=p.per_gpu_bps, bus_transport=PCIE,
+                              bus_bps=PCIE_BPS, bus_uplink=SWITCH, bus_transport=PCIE,
                               tower_gradient_bytes=held,
                               device_memory_bps=_memory_bps(p.system)), \
         'replicated', p.apply_on_gpu_s

@@ -88,6 +88,22 @@ def test_variables_spread_over_the_devices_load_their_owners_links():
     assert p.speedup == pytest.approx(4 * 0.4 / 0.8)
 
 
+def test_gpus_behind_one_switch_share_only_its_link_to_the_rest():
+    # 4 GPUs in pairs behind two switches, one GPU holding all 20 MB: its own port sends 60 MB
+    # (0.6 s at 100 MB/s), its switch's link 40 MB (to the other pair), the other switch's
+    # 40 MB in. At the same rate the owner's port sets the pace: 0.6 s, where halving every
+    # GPU's port for its shared switch would take 1.2 s. A slower switch link sets it: 0.8 s.
+    def pull(port_bps, uplink_bps=None):
+        cluster = step_model.Cluster(
+            num_workers=4, num_ps=4, nic_bps=port_bps, ps_on_workers=True,
+            ps_gradient_bytes=(20 * MB, 0, 0, 0),
+            nic_uplink=uplink_bps and step_model.Uplink(members=2, bps=uplink_bps))
+        return step_model.predict(TWO, cluster).pull_s
+    assert pull(800e6, 800e6) == pytest.approx(0.6)
+    assert pull(400e6) == pytest.approx(1.2)
+    assert pull(800e6, 400e6) == pytest.approx(0.8)
+
+
 def test_gradients_summed_on_their_owners_and_the_sum_on_the_device():
     # Replicated without NCCL: each 10 MB gradient summed on its owner among 4 towers: the bus
     # moves 20 MB a tower at 100 * 20/30 MB/s (ends at 0.6 s from 0.3 s: 0.2 s after compute),

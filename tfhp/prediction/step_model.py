@@ -26,7 +26,10 @@ What it models, as tfhp (and tf_cnn_benchmarks) run a step:
   ps on the workers' hosts  (--colocate_ps, tf_cnn_benchmarks' distributed runs, variables on
             the GPUs of one machine) a host holding a shard sends it to the W-1 others and
             receives the rest; its own shard goes through loopback (`loopback_bps`), and a
-            single machine's NIC carries nothing.
+            single machine's NIC carries nothing. The busiest link sets the pace: a member's
+            own (the largest shard out, or the most it lacks in), or an `Uplink` that members
+            share (two GPUs behind one PCIe switch), which carries only what leaves or enters
+            its group.
   update    the ps applies the mean once every gradient is in: the profile's apply time for
             its S_k bytes, plus one accumulate per worker of the same cost. An all-reduce
             strategy applies on every device: the profile's apply time.
@@ -82,6 +85,19 @@ class Transport:
 
 
 @dataclasses.dataclass(frozen=True)
+class Uplink:
+    """A link that consecutive members of one level share towards the rest (two GPUs behind
+    one PCIe switch, whose link to the host is x16 like each GPU's own port).
+
+    Attributes:
+      members: how many consecutive workers (or towers) sit behind it.
+      bps: its line rate, bits per second each way (its transport: the level's).
+    """
+    members: int
+    bps: float
+
+
+@dataclasses.dataclass(frozen=True)
 class Cluster:
     """The machines and links of a job.
 
@@ -106,6 +122,8 @@ class Cluster:
         summed on their owners and copied back (replicated without NCCL); None: a ring.
       device_memory_bps: a device's memory rate (bits per second), for the sums run on it;
         None: they cost nothing.
+      nic_uplink: an `Uplink` the workers' links share (None: each goes straight to the rest).
+      bus_uplink: an `Uplink` the towers' bus links share (None: likewise).
     """
     num_workers: int
     towers_per_worker: int = 1
@@ -121,6 +139,8 @@ class Cluster:
     loopback_bps: Optional[float] = None
     tower_gradient_bytes: Optional[Tuple[int, ...]] = None
     device_memory_bps: Optional[float] = None
+    nic_uplink: Optional[Uplink] = None
+    bus_uplink: Optional[Uplink] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,13 +227,34 @@ def _buckets(ready, sizes, bucket_bytes):
     return out_ready, out_sizes
 
 
-def _exchange_rate(rate, total, owned, members, everyone_owns):
-    """Bytes/s of each member's share of an exchange in which each member owns `owned` of the
-    `total` bytes (the busiest), sends it to the other members - 1 and receives the rest
-    (everything, when not every member owns a share): the slower direction of the busiest
-    member's link sets the pace."""
-    busiest = max(total - owned if everyone_owns else total, (members - 1) * owned)
-    return rate * total / busiest if busiest else None
+def _exchange_rate(rate, held, members, uplink=None):
+    """Bytes/s of each member's share of an exchange in which member i owns held[i] bytes
+    (members past len(held) own none), sends them to the other members - 1 and receives what
+    it lacks: the busiest link sets the pace, a member's own at `rate` bytes/s or an `uplink`
+    (its rate in bytes/s) that carries what leaves or enters its group of members."""
+    held = list(held) + [0.0] * (members - len(held))
+    total = float(sum(held))
+    time = max(max((members - 1) * h, total - h) for h in held) / rate
+    if uplink:
+        for start in range(0, members, uplink.members):
+            group = held[start:start + uplink.members]
+            out = sum(group) * (members - len(group))
+            into = len(group) * (total - sum(group))
+            time = max(time, max(out, into) / uplink.bps)
+    return total / time if time else None
+
+
+def _uplink(uplink, transport):
+    """An Uplink's rate in payload bytes/s (None stays None)."""
+    return uplink and Uplink(uplink.members, uplink.bps / 8.0 * transport.efficiency)
+
+
+def _hosts(shards, members):
+    """Each of `members` hosts' bytes when shard k runs on host k % members."""
+    held = [0.0] * members
+    for k, size in enumerate(shards):
+        held[k % members] += size
+    return held
 
 
 def _local_reduction(ready, sizes, counts, cluster, compute_end, bus):
@@ -221,9 +262,9 @@ def _local_reduction(ready, sizes, counts, cluster, compute_end, bus):
     pass (which ends at compute_end), its gradients made at `ready`."""
     g, transport = cluster.towers_per_worker, cluster.bus_transport
     if cluster.tower_gradient_bytes:
-        total = float(sum(cluster.tower_gradient_bytes))
         owned = max(cluster.tower_gradient_bytes)
-        rate = _exchange_rate(bus, total, owned, g, True)
+        rate = _exchange_rate(bus, cluster.tower_gradient_bytes, g,
+                              _uplink(cluster.bus_uplink, transport))
         # The owner sums g gradients of its bytes on its own device: read g, write one.
         summing = ((g + 1) * owned * 8 / cluster.device_memory_bps
                    if cluster.device_memory_bps else 0.0)
@@ -254,15 +295,19 @@ def _step(profile, cluster, strategy, synchronous, apply_s, fusion_bucket_bytes)
         share = (max(cluster.ps_gradient_bytes) / S if cluster.ps_gradient_bytes and S
                  else 1.0 / max(cluster.num_ps, 1))
         S_k = share * S
+        uplink = _uplink(cluster.nic_uplink, nic)
         if cluster.ps_on_workers:
-            rate = _exchange_rate(B, S, S_k, W, cluster.num_ps >= W) if W > 1 else None
+            shards = cluster.ps_gradient_bytes or [S / cluster.num_ps] * cluster.num_ps
+            rate = _exchange_rate(B, _hosts(shards, W), W, uplink) if W > 1 else None
             if cluster.loopback_bps:
                 # A worker's own host's shard goes through loopback, beside the NIC.
                 own = cluster.loopback_bps / 8.0 * S / S_k
                 rate = min(rate, own) if rate else own
         else:
             ps_b = (cluster.ps_nic_bps or cluster.nic_bps) / 8.0 * nic.efficiency
-            rate = min(B, ps_b / (W * share))
+            # Workers behind one uplink share it on their way to the ps.
+            reach = min(B, uplink.bps / min(uplink.members, W)) if uplink else B
+            rate = min(reach, ps_b / (W * share))
             busiest_nic = W * S_k / ps_b
         pull = (S / rate + nic.message_s * sum(_messages(l) for l in profile.layers)
                 if rate else 0.0)
