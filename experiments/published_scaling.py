@@ -99,11 +99,13 @@ def _copies_gpu(p):
 
 def _nccl(p):
     """replicated with NCCL 1: its ring in device order, NVLink up to 4 GPUs, then PCIe
-    through host memory; its kernels take turns with the backward pass."""
+    through host memory; its stream waits for the compute stream, so its all-reduces run
+    after the backward pass ('tf_nccl')."""
     nvlink = p.gpus <= page.NVLINK_RING_MAX_GPUS
     transport = step_model.Transport(
         efficiency=page.NVLINK_PAYLOAD if nvlink else page.PCIE_PAYLOAD,
-        message_s=page.NCCL_MESSAGE_S, hop_s=page.NCCL_HOP_S, on_device=True)
+        message_s=page.NCCL_MESSAGE_S, hop_s=page.NCCL_HOP_S,
+        waits_for_compute=True)
     return step_model.Cluster(num_workers=1, towers_per_worker=p.gpus, num_ps=0,
                               bus_bps=page.NVLINK1_BYTES_S * 8 if nvlink else PCIE_BPS,
                               bus_transport=transport), 'replicated', p.apply_on_gpu_s

@@ -22,7 +22,7 @@ SOURCES = {
             'pairs on four PCIe switches, each switch an x16 link to one of two Xeon '
             'E5-2698 v4; no GPU peer access across the two sockets',
     'p100': 'NVIDIA, Tesla P100 white paper (WP-08019-001): NVLink 1.0, four links of '
-            '20 GB/s each way; HBM2, 732 GB/s; 56 SMs',
+            '20 GB/s each way; HBM2, 732 GB/s',
     'nvlink': 'NVLink 1.0 packets: up to 256 bytes of data behind one 16-byte header flit',
     'k80': 'NVIDIA, Tesla K80 data sheet: two GK210 GPUs on a board behind its own PCIe '
            'switch, one PCIe 3.0 x16 link to the host; 480 GB/s of GDDR5 for the two',
@@ -42,11 +42,11 @@ SOURCES = {
              'developer blog, 2016): ring collectives over the devices in the order given, '
              'each collective one CUDA kernel that both moves and reduces the data; '
              'TensorFlow b1e174e\'s contrib/nccl builds NCCL 1.x',
-    'nccl1_kernel': 'NVIDIA/nccl src/all_reduce.cu at v1.2.3-1 and v1.3.4-1: the all-reduce '
-                    'kernel is launched as one thread block (256 or 512 threads, and one more)',
     'tf_nccl': 'TensorFlow contrib/nccl nccl_manager.cc (2017): each device\'s collectives run '
-               'on a stream of their own, not the compute stream, launched in turn by one '
-               'thread per stream',
+               'on a stream of their own, launched in turn by one thread per stream, and that '
+               'stream first waits for the stream of the collective\'s input (ThenWaitFor: '
+               'everything enqueued on it so far); TensorFlow\'s GPU ops are enqueued '
+               'asynchronously, the host ahead of the device',
     'tcp': 'IPv4 (20 bytes) and TCP with timestamps (32 bytes) in each frame\'s MTU; '
            'Ethernet adds 14 bytes of header, 4 of FCS, 8 of preamble and 12 of gap',
     'grpc': 'This project, docs/results.md "What a transfer costs the runtime" (2026-11-28, '
@@ -132,8 +132,6 @@ PCIE_PAYLOAD = 256.0 / (256 + 24)            # 'tlp': 0.914 of the line carries 
 NVLINK1_BYTES_S = 20e9                       # 'p100': one link, each way
 NVLINK_PAYLOAD = 256.0 / (256 + 16)          # 'nvlink': 0.941
 P100_MEMORY_BYTES_S = 732e9                  # 'p100'
-P100_SMS = 56                                # 'p100': streaming multiprocessors of a P100
-NCCL_BLOCKS = 1                              # 'nccl1_kernel': thread blocks of one collective
 K80_MEMORY_BYTES_S = 480e9 / 2               # 'k80': one GK210 of the board's two
 HOST_MEMORY_BYTES_S = 2 * 76.8e9             # 'broadwell': two sockets
 GPUS_PER_PCIE_SWITCH = 2                     # 'dgx1' (P100 pairs), 'k80' (a board's two GPUs)

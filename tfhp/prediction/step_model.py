@@ -35,9 +35,10 @@ What it models, as tfhp (and tf_cnn_benchmarks) run a step:
             strategy applies on every device: the profile's apply time.
   all-reduce  a ring moves 2 (N-1) / N of each gradient through every member's link, in
             2 (N-1) steps (a hop cost each) after a message cost, starting when the gradient
-            (its fusion bucket, --fusion_bucket_bytes) is made. A transport that runs as kernels
-            on the devices (NCCL: one kernel moves and reduces) takes turns with the backward
-            pass: each all-reduce delays the layers after it by its whole time.
+            (its fusion bucket, --fusion_bucket_bytes) is made. A transport whose stream waits
+            for the compute stream (`Transport.waits_for_compute`: TensorFlow's NCCL ops) starts
+            after the backward pass, which the host has enqueued ahead of the device: its
+            all-reduces run one after another after it.
   local towers  a worker with g towers first reduces their gradients over its bus: a ring, or
             (`tower_gradient_bytes`) each gradient summed on the tower that owns it and copied
             back, whose sum of g gradients runs on that device (`device_memory_bps`) between
@@ -69,8 +70,10 @@ class Transport:
       efficiency: the share of the line rate that is payload (headers, framing).
       message_s: a fixed cost per tensor sent (an RPC, a kernel launch).
       hop_s: a fixed cost per step of a ring all-reduce (one hop to the next member).
-      on_device: its transfers run as kernels on the devices (NCCL), taking turns with the
-        backward pass; False: copy engines or another processor move them.
+      waits_for_compute: its transfers run on a stream that first waits for everything the
+        compute stream holds (TensorFlow's NCCL ops wait for the stream of their inputs, and
+        the host enqueues the backward pass far ahead of the device): they start after the
+        backward pass. False: each starts when its gradient is made.
       overlaps_reads: a step's reads of the variables arrive in creation order and each
         layer's forward pass waits only for its own (TensorFlow's copies between the devices
         of one process); False: every read lands before the forward pass starts, as measured
@@ -80,7 +83,7 @@ class Transport:
     efficiency: float = 1.0
     message_s: float = 0.0
     hop_s: float = 0.0
-    on_device: bool = False
+    waits_for_compute: bool = False
     overlaps_reads: bool = False
 
 
@@ -271,8 +274,8 @@ def _local_reduction(ready, sizes, counts, cluster, compute_end, bus):
         return _tail(ready, sizes, rate, compute_end,
                      [transport.message_s * n for n in counts]) + summing
     durations = [_ring_s(s, g, bus, transport, n) for s, n in zip(sizes, counts)]
-    if transport.on_device:
-        # Each all-reduce's kernel takes the device from the backward pass for its whole time.
+    if transport.waits_for_compute:
+        # The first waits for the backward pass; the rest follow one after another.
         return sum(durations)
     clock = 0.0
     for t, duration in sorted(zip(ready, durations)):
