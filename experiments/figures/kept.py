@@ -47,24 +47,6 @@ IMG_DIR = os.path.join(ROOT, 'docs', 'img')
 FIGURES_WITHOUT_DATA = {
     'diagnose': ('self time per stage and device of one traced step',
                  'python -m tfhp.diagnose ... --plot=docs/img/diagnose.png (docs/profiling.md)'),
-    'bucket_timeline': ('the ops of one traced step',
-                        'python -m experiments.bucket_timeline --rate=60mbit '
-                        '--plot=docs/img/bucket_timeline.png'),
-    'pull_timeline': ('the ops of one traced step',
-                      'python -m experiments.pull_timeline --rate=1gbit '
-                      '--plot=docs/img/pull_timeline.png'),
-    'pull_timeline_resnet20': ('the ops of one traced step',
-                               'python -m experiments.pull_timeline --rate=60mbit '
-                               '--emulated_compute=tests/data/resnet20_profile.json'),
-    'pull_timeline_alexnet': ('the ops of one traced step',
-                              'python -m experiments.pull_timeline --rate=370mbit '
-                              '--emulated_compute=tests/data/alexnet_profile.json'),
-    'pull_timeline_lenet': ('the ops of one traced step',
-                            'python -m experiments.pull_timeline --rate=1gbit '
-                            '--emulated_compute=tests/data/lenet_profile.json'),
-    'pull_timeline_slices': ('the ops of one traced step',
-                             'python -m experiments.pull_timeline --rate=300mbit '
-                             '--emulated_compute=experiments/profiles/lenet_x3.json'),
     'four_combos': ('accuracy at every checkpoint of every repeat',
                     'python -m experiments.four_combos --result_file=combos.jsonl'),
     'stale_gradients': ('accuracy at every checkpoint of every repeat',
