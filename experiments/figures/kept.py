@@ -45,8 +45,6 @@ IMG_DIR = os.path.join(ROOT, 'docs', 'img')
 
 # name -> (what it shows that no table holds, the command that measures it again)
 FIGURES_WITHOUT_DATA = {
-    'diagnose': ('self time per stage and device of one traced step',
-                 'python -m tfhp.diagnose ... --plot=docs/img/diagnose.png (docs/profiling.md)'),
     'four_combos': ('accuracy at every checkpoint of every repeat',
                     'python -m experiments.four_combos --result_file=combos.jsonl'),
     'stale_gradients': ('accuracy at every checkpoint of every repeat',
