@@ -49,8 +49,6 @@ FIGURES_WITHOUT_DATA = {
                     'python -m experiments.four_combos --result_file=combos.jsonl'),
     'stale_gradients': ('accuracy at every checkpoint of every repeat',
                         'python -m experiments.stale_gradients --result_file=stale.jsonl'),
-    'chaos_loss': ('the loss of every step of every attempt',
-                   'python -m experiments.chaos (docs/faults.md)'),
 }
 
 
