@@ -45,8 +45,6 @@ IMG_DIR = os.path.join(ROOT, 'docs', 'img')
 
 # name -> (what it shows that no table holds, the command that measures it again)
 FIGURES_WITHOUT_DATA = {
-    'four_combos': ('accuracy at every checkpoint of every repeat',
-                    'python -m experiments.four_combos --result_file=combos.jsonl'),
     'stale_gradients': ('accuracy at every checkpoint of every repeat',
                         'python -m experiments.stale_gradients --result_file=stale.jsonl'),
 }
