@@ -5,8 +5,8 @@ from; every other line is one point:
 
   {"figure": NAME, "kind", "title", "machine", "date", "commit" (the caption: where and
    when the numbers were measured), "command" (what measured them), "source" (the section of
-   docs/results/ they come from), "note" (optional: the caption's first words, e.g. that
-   timings are illustrative), and what the kind reads}
+   docs/ that shows them: a table of docs/results/ for summaries), "note" (optional: the
+   caption's first words, e.g. that timings are illustrative), and what the kind reads}
   lines:     {"panel", "series", "x", "median", "min", "max"}, "computed": true for a bound
              drawn beside the measurements (dashed, not dodged); the header's "xlabel",
              "ylabel", "logx", "logy", "sharey" (optional)
@@ -21,11 +21,12 @@ from; every other line is one point:
              (`chaos_loss`)
   stages:    {"device", "stage", "self_ms"} and {"run", "step_ms"} (`tfhp.stage_figure`)
 
-Panels, series and groups are drawn in the order they first appear. The numbers are those of
-the study's tables; where a study kept its own JSON lines, the figure would be drawn from them
-(`--replot` of each study). FIGURES_WITHOUT_DATA lists the figures whose numbers no table
-holds (traced timelines, accuracy curves, a loss curve), with the command that measures them
-again: run it with --result_file, keep the records here, and add a kind that draws them.
+Panels, series and groups are drawn in the order they first appear. The numbers of lines, bars
+and predicted are those of the study's tables; where a study kept its own JSON lines, the figure
+would be drawn from them (`--replot` of each study). Those of the other kinds no table holds (a
+traced step's ops, every checkpoint of every repeat, every step of every attempt, a traced
+step's stages): the study wrote them with --figure_data (`tfhp.provenance.write_figure_data`,
+its header naming the run), and its --plot draws the same points (`draw_data`).
 """
 import collections
 import json
@@ -42,12 +43,6 @@ from tfhp import stage_figure
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_DIR = os.path.join(ROOT, 'docs', 'results', 'data')
 IMG_DIR = os.path.join(ROOT, 'docs', 'img')
-
-# name -> (what it shows that no table holds, the command that measures it again)
-FIGURES_WITHOUT_DATA = {
-    'stale_gradients': ('accuracy at every checkpoint of every repeat',
-                        'python -m experiments.stale_gradients --result_file=stale.jsonl'),
-}
 
 
 def names():
