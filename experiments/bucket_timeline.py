@@ -13,7 +13,7 @@ timed steps' median) to --result_file, and the figure's data, one line per op, t
 --figure_data (`python -m experiments.figures` draws it again).
 
   python -m experiments.bucket_timeline --rate=60mbit \
-      --figure_data=docs/results/data/bucket_timeline.jsonl  # docs/img: python -m experiments.figures
+      --figure_data=docs/results/data/bucket_timeline.jsonl  # then python -m experiments.figures
 """
 import os
 import tempfile

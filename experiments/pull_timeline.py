@@ -13,7 +13,7 @@ figure's data, one line per op, to --figure_data (`python -m experiments.figures
 again).
 
   python -m experiments.pull_timeline --rate=1gbit \
-      --figure_data=docs/results/data/pull_timeline.jsonl  # docs/img: python -m experiments.figures
+      --figure_data=docs/results/data/pull_timeline.jsonl  # then python -m experiments.figures
   python -m experiments.pull_timeline --rate=60mbit \
       --emulated_compute=tests/data/resnet20_profile.json --plot=pull_timeline_resnet20.png
 """
