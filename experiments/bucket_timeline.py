@@ -7,11 +7,13 @@ pack (a bucket of everything, all-reduced after the backward pass). The chief tr
 --trace_step of each (`--trace_file`), and the figure stacks the two steps' timelines on one
 time axis: the forward and backward waits and the all-reduce ops (bucket concat + collective),
 with the backward pass's end marked. With buckets the all-reduce bars start during the backward
-waits; with one pack only after them. Writes --plot and the same figure as SVG beside it, and
-one JSON line per variant (its traced step's overlap figures, `tfhp.profiling.timeline`, and
-its timed steps' median) to --result_file.
+waits; with one pack only after them. Writes --plot and the same figure as SVG beside it, one
+JSON line per variant (its traced step's overlap figures, `tfhp.profiling.timeline`, and its
+timed steps' median) to --result_file, and the figure's data, one line per op, to
+--figure_data (`python -m experiments.figures` draws it again).
 
-  python -m experiments.bucket_timeline --rate=60mbit --plot=docs/img/bucket_timeline.png
+  python -m experiments.bucket_timeline --rate=60mbit \
+      --figure_data=docs/results/data/bucket_timeline.jsonl  # then python -m experiments.figures
 """
 import os
 import tempfile
@@ -21,7 +23,7 @@ from absl import flags
 from experiments import common
 from experiments import frame
 from experiments import presets
-from tfhp import plots
+from experiments.figures import traced_step
 from tfhp import provenance
 from tfhp.profiling import capture
 from tfhp.profiling import events
@@ -64,7 +66,8 @@ def panel_title(record):
 
 
 def study():
-    """Runs both traced jobs, writes their records, draws --plot (and its SVG)."""
+    """Runs both traced jobs, writes their records, keeps and draws their figure."""
+    stamp = provenance.stamp()  # the commit that ran, not the one at the end
     with tempfile.TemporaryDirectory() as temporary:
         trace_dir = FLAGS.trace_dir or temporary
         measured = [measure(label, size, trace_dir)
@@ -73,17 +76,14 @@ def study():
     common.write_records(records, FLAGS.result_file)
     for r in records:
         print(panel_title(r))
-    if FLAGS.plot:
-        panels = [(panel_title(r), timeline.rows(ops)) for r, ops in measured]
-        marks = {BACKWARD_END: [r['backward_end_ms'] for r in records]}
-        title = ('resnet20, emulated compute, collective all-reduce, %d workers, %s: worker 0\'s '
-                 'traced step' % (FLAGS.num_workers, FLAGS.rate or 'loopback'))
-        caption = '%s; %s' % (' / '.join('%s: step %.0f ms traced, %.0f ms timed median' % (
-            r['label'], r['step_ms'], r['timed_step_ms_p50'] or float('nan')) for r in records),
-                             provenance.caption())
-        common.draw(lambda path: plots.step_timelines(path, panels, timeline.ROWS, marks,
-                                                      title=title, caption=caption),
-                    FLAGS.plot)
+    header = dict(
+        kind='timeline', rows=list(timeline.ROWS),
+        title=('resnet20, emulated compute, collective all-reduce, %d workers, %s: worker 0\'s '
+               'traced step' % (FLAGS.num_workers, FLAGS.rate or 'loopback')),
+        panel_titles={r['label']: panel_title(r) for r in records},
+        marks={BACKWARD_END: [round(r['backward_end_ms'], 3) for r in records]}, **stamp)
+    frame.figure(header, [point for r, ops in measured
+                          for point in traced_step.points(r['label'], timeline.rows(ops))])
 
 
 if __name__ == '__main__':
@@ -95,4 +95,4 @@ if __name__ == '__main__':
     flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<bucket bytes>.json and its '
                         '.runmeta.pb); default: a temporary directory.')
     frame.main(study, steps=10, warmup_steps=3, repeats=None, seed=None,
-               plot='the two traced steps\' timelines')
+               plot='the two traced steps\' timelines', figure_data='op of the traced steps')

@@ -2,7 +2,7 @@
 
   python -m experiments.chaos [--duration_s=1200] [--interval_s=20,60] [--for_s=1,10]
       [--kinds=kill,pause,link_down] [--max_restarts=100] [--faults=N] [--seed=1]
-      [--result_file=chaos.jsonl] [--plot=loss.png]
+      [--result_file=chaos.jsonl] [--plot=loss.png] [--figure_data=chaos_loss.jsonl]
 
 The job: 1 ps and 3 workers on emulated links (--link_bandwidth), synchronous with one spare
 (--replicas_to_aggregate=2), the trivial model on the learnable 8x8 images
@@ -25,7 +25,8 @@ It checks, and reports as 'checks' (each True when kept):
 The record also has every fault (kind, task, attempt, time, step, length, and whether the job
 rode through it or restarted), the faults by kind, the restarts, steps redone and time lost.
 --plot draws the chief's loss against the global step, one line per attempt, from the progress
-log: a resumed attempt continues where its checkpoint left the loss.
+log: a resumed attempt continues where its checkpoint left the loss; --figure_data keeps that
+figure's data, one line per logged step (`python -m experiments.figures` draws it again).
 """
 import collections
 import contextlib
@@ -39,6 +40,8 @@ from absl import flags
 
 from experiments import common
 from experiments import frame
+from experiments.figures import chaos_loss
+from tfhp import provenance
 from tfhp.launcher import chaos
 from tfhp.launcher import faults
 from tfhp.launcher import links
@@ -179,14 +182,16 @@ def _print(records):
         print('check %-22s %s' % (name, 'kept' if kept else 'BROKEN'))
 
 
-def _plot(record, curve, path):
-    from experiments.figures import chaos_loss  # pylint: disable=import-outside-toplevel
-    from tfhp import provenance  # pylint: disable=import-outside-toplevel
-    chaos_loss.draw(
-        path, curve, record['recovery'], caption=provenance.caption(),
+def figure(record, curve, stamp):
+    """The loss figure's (header, points) (`experiments.figures.chaos_loss`): a point per step
+    the chief logged, by attempt, and the restarts; `stamp`: `tfhp.provenance.stamp()`."""
+    return dict(
+        kind='loss', restarts=[{key: fault[key] for key in ('attempt', 'reached_step',
+                                                              'resumed_step')}
+                               for fault in record['recovery']],
         title='chaos run: %d faults, %d restarts, final step %s of %d' % (
             record['faults_injected'], record['restarts'], record['final_global_step'],
-            record['target_global_step']))
+            record['target_global_step']), **stamp), chaos_loss.points(curve)
 
 
 def study():
@@ -198,6 +203,7 @@ def study():
         links.check_available()
     except (ValueError, links.LinksUnavailable) as e:
         raise SystemExit('chaos: %s' % e)
+    stamp = provenance.stamp()  # the commit that ran, not the one at the end
     with (contextlib.nullcontext(FLAGS.work_dir) if FLAGS.work_dir else
           tempfile.TemporaryDirectory(prefix='tfhp_chaos_')) as work_dir:
         os.makedirs(work_dir, exist_ok=True)
@@ -206,7 +212,8 @@ def study():
                      FLAGS.peer_timeout_s, FLAGS.step_timeout_s, FLAGS.link_bandwidth,
                      FLAGS.steps,
                      say=lambda line: print('[chaos] ' + line, flush=True))
-    frame.report([record], _print, plot=lambda records, path: _plot(record, curve, path))
+    frame.report([record], _print)
+    frame.figure(*figure(record, curve, stamp))
     return 0 if all(record['checks'].values()) else 1
 
 
@@ -230,4 +237,4 @@ if __name__ == '__main__':
                         'directory, removed).')
     # One chaos run: its faults are drawn from --seed, it is not a figure to repeat.
     frame.main(study, repeats=None, seed=1, plot='the loss against the global step, one line '
-               'per attempt')
+               'per attempt', figure_data='step the chief logged (attempt, global step, loss)')

@@ -151,13 +151,24 @@ def check_plot(path):
     """Before any work: exits with status 2 and one line when --plot cannot be written.
 
     Without matplotlib the line is the install hint (`tfhp.plots.INSTALL_HINT`); a path that
-    cannot be written is named with why (`tfhp.config.paths`).
+    cannot be written is named with why (`check_output`).
     """
     if path:
         try:
             plots.check_available()
-            paths.check_output_file('plot', path)
-        except (plots.PlotsUnavailable, config_lib.ConfigError) as e:
+        except plots.PlotsUnavailable as e:
+            print(e, file=sys.stderr)
+            sys.exit(2)
+        check_output('plot', path)
+
+
+def check_output(flag, path):
+    """Before any work: exits with status 2 and one line naming --flag's path and why, when
+    that file cannot be written (`tfhp.config.paths`); None: nothing to check."""
+    if path:
+        try:
+            paths.check_output_file(flag, path)
+        except config_lib.ConfigError as e:
             print(e, file=sys.stderr)
             sys.exit(2)
 

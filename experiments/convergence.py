@@ -6,7 +6,8 @@ same CNN on the same learnable data set (`tfhp.data.synthetic`), --num_steps bat
 --batch_size per replica, as one `python -m tfhp` run or one `tfhp.launch` job, checkpointing
 every --eval_every steps per replica; every checkpoint is then evaluated on the whole
 validation set. `run_repeats` runs each row --repeats times in rounds; `report` prints the
-table and the conclusion, `plot` the accuracy curves.
+table and the conclusion, `figure` gives the accuracy curves' data (`frame.figure` keeps and
+draws it).
 """
 import dataclasses
 import functools
@@ -26,7 +27,6 @@ import tensorflow.compat.v1 as tf
 from experiments import common
 from experiments import presets
 from experiments import stats
-from experiments.figures import accuracy
 from tfhp.runner import build
 from tfhp import compat
 from tfhp import config as config_lib
@@ -247,14 +247,16 @@ def conclusion(records, target):
     return lines
 
 
-def plot(records, options, path, title, caption=None):
-    """Accuracy vs images and vs seconds, median and range over the repeats, one line a row,
-    at `path` and as an SVG beside it; `caption`: the run's machine, date and commit
-    (`tfhp.provenance.caption()`, taken when the study started)."""
-    series = [(r['label'], [[(s * run['images_per_update'], t, a) for s, t, a in run['curve']]
-                            for run in r['runs']]) for r in records]
-    common.draw(lambda out: accuracy.draw(out, series, options.target_accuracy, title,
-                                              caption=caption), path)
+def figure(records, options, title, stamp):
+    """The accuracy curves' (header, points): a point per checkpoint of every repeat of every
+    row, drawn as accuracy vs images and vs seconds, median and range over the repeats, one
+    line a row (`experiments.figures.accuracy`); `stamp`: the run's machine, date, commit and
+    command (`tfhp.provenance.stamp()`, taken when the study started)."""
+    points = [{'series': r['label'], 'repeat': repeat, 'step': s,
+               'images': s * run['images_per_update'], 'seconds': t, 'accuracy': a}
+              for r in records for repeat, run in enumerate(r['runs'], 1)
+              for s, t, a in run['curve']]
+    return dict(kind='accuracy', title=title, target=options.target_accuracy, **stamp), points
 
 
 def report(records, options, heading, reference=None, table=TABLE):
@@ -273,7 +275,8 @@ def define_flags(defaults, work_dir_name, plot='accuracy vs images and vs second
     Called only by scripts run as such, so tests can import them.
     Returns:
       The keyword arguments of `frame.main`, which defines the rest of Options' flags:
-      --num_steps (an alias of --steps), --repeats and --tf_random_seed (of --seed).
+      --num_steps (an alias of --steps), --repeats and --tf_random_seed (of --seed); and
+      --plot and --figure_data (`figure`).
     """
     flags.DEFINE_integer('num_replicas', defaults.num_replicas, 'Replicas (devices or workers).')
     flags.DEFINE_integer('spare_replicas', defaults.spare_replicas, 'between_graph_sync: '
@@ -294,7 +297,8 @@ def define_flags(defaults, work_dir_name, plot='accuracy vs images and vs second
                         'Generated data and checkpoints.')
     flags.DEFINE_list('tfhp_flags', [], 'Extra tfhp flags for every run.')
     return dict(steps=defaults.num_steps, repeats=defaults.repeats,
-                seed=defaults.tf_random_seed, plot=plot)
+                seed=defaults.tf_random_seed, plot=plot,
+                figure_data='checkpoint of every repeat (its accuracy, images and seconds)')
 
 
 def study_setup():

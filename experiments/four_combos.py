@@ -47,7 +47,7 @@ def study():
     """The combinations of --combo, trained, evaluated and reported."""
     common.check_choices('combo', FLAGS.combo, presets.COMBOS)
     options, data_dir = convergence.study_setup()
-    caption = provenance.caption()  # the commit that ran, not the one at the end
+    stamp = provenance.stamp()  # the commit that ran, not the one at the end
     records = convergence.run_repeats(FLAGS.combo, options, data_dir, FLAGS.work_dir,
                                       FLAGS.tfhp_flags)
     heading = ('target accuracy %.2f, %d replicas, %d steps of %d per replica, %d repeats'
@@ -55,8 +55,7 @@ def study():
                   options.batch_size, options.repeats))
     convergence.report(records, options, heading)
     common.write_records(records, FLAGS.result_file)
-    if FLAGS.plot:
-        convergence.plot(records, options, FLAGS.plot, heading, caption)
+    frame.figure(*convergence.figure(records, options, heading, stamp))
 
 
 if __name__ == '__main__':

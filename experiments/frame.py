@@ -20,16 +20,22 @@ The common flags (`define_flags`); the names older commands used are aliases of 
   --result_file (--output)                  append one JSON line per record here
   --plot                                    draw the study here (PNG, and an SVG beside it;
                                             needs matplotlib)
+  --figure_data                             write the figure's points here, under a header
+                                            naming the run (a study that keeps its figure's
+                                            data: `figure`)
 """
 from absl import app
 from absl import flags
 
 from experiments import common
+from experiments.figures import kept
+from tfhp import provenance
 
 FLAGS = flags.FLAGS
 
 
-def define_flags(steps=None, warmup_steps=None, repeats=3, seed=1234, plot=None):
+def define_flags(steps=None, warmup_steps=None, repeats=3, seed=1234, plot=None,
+                 figure_data=None):
     """Defines the common flags with a study's defaults (None: the study has no such flag).
 
     Called only when a study runs as a script, so that tests can import several studies
@@ -39,6 +45,8 @@ def define_flags(steps=None, warmup_steps=None, repeats=3, seed=1234, plot=None)
       repeats: default of --repeats (None: each row is measured once, e.g. a fault injected).
       seed: default of --seed (None: nothing in the study is random).
       plot: what --plot draws, for its help (None: the study draws nothing).
+      figure_data: what a point of --figure_data is, for its help (None: the study keeps no
+        figure data).
     """
     if steps is not None:
         flags.DEFINE_integer('steps', steps, 'Timed steps of each run.')
@@ -60,13 +68,19 @@ def define_flags(steps=None, warmup_steps=None, repeats=3, seed=1234, plot=None)
     if plot:
         flags.DEFINE_string('plot', None, 'Draw %s here (PNG, and an SVG beside it; needs '
                             "matplotlib: pip install -e '.[plots]')." % plot)
+    if figure_data:
+        flags.DEFINE_string('figure_data', None, 'Write the figure\'s data here, one JSON line '
+                            'per %s under a header naming this run\'s machine, date, commit and '
+                            'command (docs/results/data\'s format: python -m experiments.figures '
+                            'draws it).' % figure_data)
 
 
 def main(study, **defaults):
     """Runs `study` as the script's main; its return value is the exit status (None: 0).
 
     Defines the common flags (`define_flags(**defaults)`) beside those the script defined,
-    parses the command line and, before any work, refuses a --plot that cannot be written.
+    parses the command line and, before any work, refuses a --plot or --figure_data that cannot
+    be written.
     """
     define_flags(**defaults)
 
@@ -74,6 +88,8 @@ def main(study, **defaults):
         del argv  # the studies take flags only
         if 'plot' in FLAGS:
             common.check_plot(FLAGS.plot)
+        if 'figure_data' in FLAGS:
+            common.check_output('figure_data', FLAGS.figure_data)
         return study()
     app.run(run_study)
 
@@ -111,3 +127,15 @@ def report(records, table, reference=None, plot=None):
     common.write_records(records, FLAGS.result_file)
     if plot and FLAGS.plot:
         common.draw(lambda path: plot(records, path), FLAGS.plot)
+
+
+def figure(header, points):
+    """Keeps the study's figure: writes its points to --figure_data under `header` (what kind
+    of figure, its title, and the run's `tfhp.provenance.stamp()`, taken when it started) and
+    draws them at --plot (`experiments.figures.kept.draw_data`: the figure
+    `python -m experiments.figures` draws from the kept file), each where it is given."""
+    if FLAGS.figure_data:
+        provenance.write_figure_data(FLAGS.figure_data, header, points)
+        print('Wrote %s' % FLAGS.figure_data)
+    if FLAGS.plot:
+        common.draw(lambda path: kept.draw_data(path, header, points), FLAGS.plot)

@@ -72,7 +72,7 @@ def study():
     """The rows of --rows, trained, evaluated and reported against one tower."""
     common.check_choices('rows', FLAGS.rows, ROWS)
     options, data_dir = convergence.study_setup()
-    caption = provenance.caption()  # the commit that ran, not the one at the end
+    stamp = provenance.stamp()  # the commit that ran, not the one at the end
     records = run(FLAGS.rows, options, data_dir, FLAGS.work_dir, FLAGS.towers,
                   FLAGS.warmup_epochs, FLAGS.tfhp_flags)
     epochs = (options.num_steps * options.batch_size /
@@ -84,8 +84,7 @@ def study():
     convergence.report(records, options, heading, table=TABLE, reference=next(
         (r for r in records if r['row'] == 'one_tower'), None))
     common.write_records(records, FLAGS.result_file)
-    if FLAGS.plot:
-        convergence.plot(records, options, FLAGS.plot, heading, caption)
+    frame.figure(*convergence.figure(records, options, heading, stamp))
 
 
 if __name__ == '__main__':

@@ -7,10 +7,13 @@ pulls), each with --tfhp_flags. The chief traces timed step --trace_step of
 each (`--trace_file`; the background runs that overlap it, the pulls and the chief's applies,
 are merged in), and the figure stacks worker 0's steps on one time axis: its forward and
 backward ops, its pushes and pulls on the wire, the chief's applies
-(`tfhp.profiling.push_pull`). Writes --plot and the same figure as SVG beside it, and one JSON
-line per transfer (its traced step and its timed steps' median) to --result_file.
+(`tfhp.profiling.push_pull`). Writes --plot and the same figure as SVG beside it, one JSON
+line per transfer (its traced step and its timed steps' median) to --result_file, and the
+figure's data, one line per op, to --figure_data (`python -m experiments.figures` draws it
+again).
 
-  python -m experiments.pull_timeline --rate=1gbit --plot=docs/img/pull_timeline.png
+  python -m experiments.pull_timeline --rate=1gbit \
+      --figure_data=docs/results/data/pull_timeline.jsonl  # then python -m experiments.figures
   python -m experiments.pull_timeline --rate=60mbit \
       --emulated_compute=tests/data/resnet20_profile.json --plot=pull_timeline_resnet20.png
 """
@@ -23,7 +26,7 @@ from absl import flags
 from experiments import common
 from experiments import frame
 from experiments import link_jobs
-from tfhp import plots
+from experiments.figures import traced_step
 from tfhp import provenance
 from tfhp.profiling import capture
 from tfhp.profiling import push_pull
@@ -60,8 +63,9 @@ def panel_title(record):
 
 
 def study():
-    """Runs a traced job of each transfer, writes their records, draws --plot (and its SVG)."""
+    """Runs a traced job of each transfer, writes their records, keeps and draws their figure."""
     link_jobs.check_transfers('transfers', FLAGS.transfers)
+    stamp = provenance.stamp()  # the commit that ran, not the one at the end
     if FLAGS.emulated_compute:
         FLAGS.model = link_jobs.add_emulated(FLAGS.emulated_compute)
     if FLAGS.trace_dir:
@@ -73,16 +77,15 @@ def study():
     common.write_records(records, FLAGS.result_file)
     for r in records:
         print(panel_title(r))
-    if FLAGS.plot:
-        panels = [(panel_title(r), rows) for r, rows in measured]
-        title = ('%s, %d worker(s), %d ps, %s links, pipelined push-pull: worker 0\'s traced '
-                 'step' % (FLAGS.model, FLAGS.num_workers, FLAGS.num_ps, FLAGS.rate))
-        caption = ('pushes and pulls of at least %d KiB, drawn on the wire (from the later of '
-                   'the request and the previous arrival); %s'
-                   % (push_pull.MIN_BYTES // 1024, provenance.caption()))
-        common.draw(lambda path: plots.step_timelines(path, panels, push_pull.ROWS,
-                                                      title=title, caption=caption),
-                    FLAGS.plot)
+    header = dict(
+        kind='timeline', rows=list(push_pull.ROWS),
+        title=('%s, %d worker(s), %d ps, %s links, pipelined push-pull: worker 0\'s traced step'
+               % (FLAGS.model, FLAGS.num_workers, FLAGS.num_ps, FLAGS.rate)),
+        note=('pushes and pulls of at least %d KiB, drawn on the wire (from the later of the '
+              'request and the previous arrival)' % (push_pull.MIN_BYTES // 1024)),
+        panel_titles={r['label']: panel_title(r) for r in records}, **stamp)
+    frame.figure(header, [point for r, rows in measured
+                          for point in traced_step.points(r['label'], rows)])
 
 
 if __name__ == '__main__':
@@ -102,4 +105,4 @@ if __name__ == '__main__':
     flags.DEFINE_string('trace_dir', None, 'Keep the traces here (<transfer>.json and its '
                         '.runmeta.pb); default: a temporary directory.')
     frame.main(study, steps=10, warmup_steps=3, repeats=None, seed=None,
-               plot='the two traced steps\' timelines')
+               plot='the traced steps\' timelines', figure_data='op of the traced steps')

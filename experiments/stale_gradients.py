@@ -66,7 +66,7 @@ def study():
     """The remedies of --remedies, trained, evaluated and reported against plain async."""
     common.check_choices('remedies', FLAGS.remedies, REMEDIES)
     options, data_dir = convergence.study_setup()
-    caption = provenance.caption()  # the commit that ran, not the one at the end
+    stamp = provenance.stamp()  # the commit that ran, not the one at the end
     records = run(FLAGS.remedies, FLAGS.mode, options, data_dir, FLAGS.work_dir,
                   FLAGS.max_gradient_staleness, FLAGS.async_warmup_steps, FLAGS.tfhp_flags)
     heading = ('%s, %d replicas, target accuracy %.2f, %d steps of %d per replica, %d repeats'
@@ -75,8 +75,7 @@ def study():
     convergence.report(records, options, heading, table=TABLE, reference=next(
         (r for r in records if r['remedy'] == 'none'), None))
     common.write_records(records, FLAGS.result_file)
-    if FLAGS.plot:
-        convergence.plot(records, options, FLAGS.plot, heading, caption)
+    frame.figure(*convergence.figure(records, options, heading, stamp))
 
 
 if __name__ == '__main__':

@@ -22,8 +22,10 @@ LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
     ('tfhp', 'tfhp.modes', 'tfhp.counts', 'tfhp.compat', 'tfhp.startup', 'tfhp.timing',
      'tfhp.plots', 'tfhp.flag_help', 'tfhp.provenance'),
-    # Primitives: graph pieces and values that know no strategy.
-    ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session'),
+    # Primitives: graph pieces and values that know no strategy. stage_figure: the diagnose
+    # figure, drawn with plots.
+    ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
+     'tfhp.stage_figure'),
     # emulation: an emulated model slices its layers as the models do (`tfhp.models.slices`).
     ('tfhp.pipelines', 'tfhp.replication', 'tfhp.profiling', 'tfhp.emulation'),
     # prediction: the step model loads each ps as the replication's placement does.

@@ -1,7 +1,10 @@
 """Figures for a paper draft: the format by suffix, dpi, series told apart, the legend off the
-data, the caption and what it says."""
+data, the caption and what it says, a figure's data and the run it names."""
 import importlib.util
+import json
 import subprocess
+import sys
+import types
 
 import pytest
 
@@ -139,6 +142,26 @@ def test_the_caption_names_machine_date_and_commit(tmp_path):
     cpuinfo.write_text('processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n')
     assert provenance.cpu_model(str(cpuinfo)) == 'Intel(R) Xeon(R) CPU @ 2.20GHz'
     assert provenance.commit(str(tmp_path)) is None  # not a checkout
+
+
+def test_figure_data_is_a_header_naming_the_run_then_a_line_per_point(tmp_path, monkeypatch):
+    stamp = provenance.stamp()
+    assert set(stamp) == {'machine', 'date', 'commit', 'command'}
+    assert stamp['machine'] == provenance.machine() and stamp['command'].startswith('python ')
+    # A study run as a module is named as one would type it, its arguments quoted.
+    main = types.ModuleType('__main__')
+    main.__spec__ = types.SimpleNamespace(name='experiments.chaos')
+    monkeypatch.setitem(sys.modules, '__main__', main)
+    assert provenance.run_command(['/x/experiments/chaos.py', '--kinds=kill', '--note=a b']) == (
+        "python -m experiments.chaos --kinds=kill '--note=a b'")
+    path = tmp_path / 'data' / 'tiny.jsonl'
+    path.parent.mkdir()
+    path.write_text('an older run\n')  # replaced, not appended to
+    provenance.write_figure_data(str(path), dict(kind='loss', **stamp),
+                                 [{'step': 1, 'loss': 2.0}, {'step': 2, 'loss': 1.5}])
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[0] == dict(figure='tiny', kind='loss', **stamp)
+    assert lines[1:] == [{'step': 1, 'loss': 2.0}, {'step': 2, 'loss': 1.5}]
 
 
 def test_the_commit_is_the_checkouts_head_marked_where_a_tracked_file_changed(tmp_path):

@@ -10,7 +10,9 @@ configured is skipped, and the report says why.
 
 Every run is a measurement only: checkpoints, summaries and result files are off.
 --plot=PATH.png also draws the traced step's time per stage on each device and each run's step
-time (`stage_breakdown`; needs matplotlib, the extra `tfhp[plots]`).
+time (`tfhp.stage_figure`; needs matplotlib, the extra `tfhp[plots]`); --figure_data=PATH.jsonl
+keeps the figure's numbers, with the machine, date, commit and command, as docs/results/data
+keeps them (`python -m experiments.figures` draws them again).
 
 Cluster mode, `python -m tfhp.diagnose --num_worker_tasks=2 --num_ps_tasks=1
 --link_bandwidth=200mbit <benchmark flags>`: runs the job with every task on an emulated link
@@ -55,6 +57,7 @@ from tfhp.launcher import plan
 from tfhp import modes
 from tfhp import plots
 from tfhp import provenance
+from tfhp import stage_figure
 from tfhp import timing
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
@@ -63,6 +66,10 @@ from tfhp.profiling import link_bound
 
 flags.DEFINE_string('plot', None, 'Also draw the report (stage breakdown, step times) as this '
                     'PNG; needs matplotlib: pip install -e \'.[plots]\'.')
+flags.DEFINE_string('figure_data', None, 'Also write the figure\'s numbers (self time per '
+                    'stage and device, step time per run) here as JSON lines under a header '
+                    'naming this run\'s machine, date, commit and command (docs/results/data\'s '
+                    'format).')
 flags.DEFINE_integer('num_worker_tasks', 0, 'Cluster mode: diagnose a job of this many worker '
                      'tasks on this machine (0: one process).')
 flags.DEFINE_integer('num_ps_tasks', 1, 'Cluster mode: ps tasks of the job.')
@@ -339,9 +346,9 @@ def _main_cluster(values):
     if not values.link_bandwidth:
         raise config_lib.ConfigError('--num_worker_tasks diagnoses a job on emulated links: '
                                      'give --link_bandwidth (e.g. 200mbit)')
-    if values.plot:
-        raise config_lib.ConfigError('--plot draws the one-process report; it does not apply '
-                                     'with --num_worker_tasks')
+    if values.plot or values.figure_data:
+        raise config_lib.ConfigError('--plot and --figure_data draw the one-process report; '
+                                     'they do not apply with --num_worker_tasks')
     # Said before the runs too, so that a long diagnosis of the cores can be stopped early.
     warning = cpu_load.oversubscription(values.num_worker_tasks, values.num_ps_tasks,
                                         bool(values.emulated_compute),
@@ -362,59 +369,6 @@ def _main_cluster(values):
     return 0
 
 
-@plots.styled
-def stage_breakdown(path, diagnosis, dpi=plots.DPI, caption=None):
-    """The diagnose report: self time per stage on each device, and each run's step time.
-
-    Args:
-      path: the file to write (.svg, .pdf, else PNG).
-      diagnosis: a `tfhp.profiling.bottleneck.Diagnosis`.
-      dpi: a PNG's resolution.
-      caption: a line under the figure (e.g. `tfhp.provenance.caption()`).
-    """
-    pyplot = plots.load_pyplot()
-    figure, (left, right) = pyplot.subplots(
-        1, 2, figsize=(2 * plots.PANEL[0] + 1.4, plots.PANEL[1] + 0.4),
-        gridspec_kw={'width_ratios': [3, 2]})
-    devices = list(diagnosis.stage_ms)
-    stages = []
-    for per_stage in diagnosis.stage_ms.values():
-        stages += [s for s in per_stage if s not in stages]
-    starts = [0.0] * len(devices)
-    for index, stage in enumerate(stages):
-        widths = [diagnosis.stage_ms[d].get(stage, 0.0) for d in devices]
-        left.barh(devices, widths, left=starts, label=stage, color='C%d' % (index % 10),
-                  hatch=plots.HATCHES[index % len(plots.HATCHES)], edgecolor='white', linewidth=0)
-        starts = [s + w for s, w in zip(starts, widths)]
-    left.invert_yaxis()
-    left.set_xlabel('self time in the traced step, ms (a bar adds up to the device\'s busy time)')
-    left.set_title('time per stage and device (one traced step)')
-    left.grid(alpha=0.3, axis='x')
-    names = list(diagnosis.runs)
-    step_ms = [diagnosis.runs[n]['step_time_ms']['p50'] for n in names]
-    bars = right.barh(names, step_ms, color=['black'] + ['silver'] * (len(names) - 1))
-    right.bar_label(bars, fmt='%.1f ms', fontsize=8, padding=3)
-    right.invert_yaxis()
-    right.set_xlabel('median step time, ms')
-    right.set_title('the configuration (black) and its ablations')
-    right.set_xlim(0, max(step_ms) * 1.25)
-    figure.suptitle(_wrap(diagnosis.verdict, 120))
-    figure.tight_layout()
-    plots.save(figure, path, dpi, caption, plots.legend_below(figure, [left]))
-
-
-
-def _wrap(text, width):
-    lines, line = [], ''
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = '%s %s' % (line, word) if line else word
-    return '\n'.join(lines + [line])
-
-
 def main(argv):
     """Prints the bottleneck report of the configuration the flags describe."""
     if len(argv) > 1:
@@ -431,16 +385,24 @@ def main(argv):
         if cli.FLAGS.plot:
             plots.check_available()
             paths.check_output_file('plot', cli.FLAGS.plot)
+        if cli.FLAGS.figure_data:
+            paths.check_output_file('figure_data', cli.FLAGS.figure_data)
         compat.enable_graph_mode()
+        stamp = provenance.stamp()  # the commit that ran, not the one at the end
         diagnosis = diagnose(cfg)
         print(bottleneck.format_diagnosis(diagnosis))
     except (config_lib.ConfigError, plots.PlotsUnavailable) as e:
         print('tfhp.diagnose: error: %s' % e, file=sys.stderr)
         return 2
+    header = dict(kind='stages', title=diagnosis.verdict, **stamp)
+    data = stage_figure.points(diagnosis)
+    if cli.FLAGS.figure_data:
+        provenance.write_figure_data(cli.FLAGS.figure_data, header, data)
+        print('figure data: %s' % cli.FLAGS.figure_data)
     if cli.FLAGS.plot:
-        caption = provenance.caption()
+        caption = provenance.caption(stamp['date'], stamp['machine'], stamp['commit'])
         for path in plots.draw_with_svg(
-                lambda out: stage_breakdown(out, diagnosis, caption=caption),
+                lambda out: stage_figure.draw_data(out, header, data, caption),
                 cli.FLAGS.plot):
             print('plot: %s' % path)
     return 0

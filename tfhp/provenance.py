@@ -1,12 +1,17 @@
 """Where and when figures were measured: the machine, the date and tfhp's commit, as one line.
 
 A figure copied into a paper draft loses its surroundings; `caption()` gives the line that
-`tfhp.plots` draws under it (the experiments pass it with --plot). Pure Python: the commit is
-asked of git, and left out where tfhp is not a git checkout or git is missing.
+`tfhp.plots` draws under it (the experiments pass it with --plot). A figure's numbers kept as
+data carry the same as fields (`stamp`), in the header of their file (`write_figure_data`:
+docs/results/data's format, experiments/figures/kept.py). Pure Python: the commit is asked of
+git, and left out where tfhp is not a git checkout or git is missing.
 """
+import json
 import os
 import platform
+import shlex
 import subprocess
+import sys
 import time
 
 _CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,6 +71,42 @@ def caption(date=None, machine_text=None, commit_text=None):
     if commit_text:
         parts.append('commit %s' % commit_text)
     return '; '.join(parts)
+
+
+def run_command(argv=None):
+    """This process's command line as it was typed: 'python -m <module> <arguments>' (a script
+    run by its path: 'python <path> ...'); `argv` defaults to sys.argv."""
+    argv = sys.argv if argv is None else argv
+    spec = getattr(sys.modules.get('__main__'), '__spec__', None)
+    program = '-m ' + spec.name if spec else argv[0]
+    return ' '.join(['python', program] + [shlex.quote(a) for a in argv[1:]])
+
+
+def stamp():
+    """Where, when and how this run measures: {'machine', 'date', 'commit', 'command'} (a
+    figure's data keeps them in its header; its caption names the first three). Taken when a
+    study starts: the commit that ran, not the one at its end."""
+    return {'machine': machine(), 'date': time.strftime('%Y-%m-%d'), 'commit': commit(),
+            'command': run_command()}
+
+
+def write_figure_data(path, header, points):
+    """Writes a figure's data to `path` (replacing it): `header` as the first JSON line, named
+    after the file ('figure': NAME of NAME.jsonl), then one line per point.
+
+    Args:
+      path: the file, e.g. docs/results/data/NAME.jsonl.
+      header: how to draw the points ('kind', 'title', ...) and where they were measured (a
+        `stamp()` taken when the run started).
+      points: JSON-ready dicts, one per op, checkpoint or step the figure draws.
+    """
+    name = os.path.basename(path)
+    name = name[:-len('.jsonl')] if name.endswith('.jsonl') else name
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with open(path, 'w') as f:
+        for line in [dict(figure=name, **header)] + list(points):
+            f.write(json.dumps(line) + '\n')
 
 
 def join(captions):

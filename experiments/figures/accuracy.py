@@ -1,5 +1,6 @@
-"""The convergence studies' figure (four_combos, stale_gradients, compression_accuracy's curves):
-accuracy vs images and vs seconds, a median line and a min-max band per series."""
+"""The convergence studies' figure (four_combos, stale_gradients, lr_scaling): accuracy vs
+images and vs seconds, a median line and a min-max band per series; from points {"series",
+"repeat", "step", "images", "seconds", "accuracy"}, one per checkpoint of every repeat."""
 import statistics
 
 from tfhp import plots
@@ -51,6 +52,18 @@ def draw(path, series, target=None, title=None, dpi=plots.DPI, caption=None):
     figure.tight_layout()
     legend = plots.legend_below(figure, axes, title='line: median, band: min-max')
     plots.save(figure, path, dpi, caption, legend)
+
+
+def draw_data(path, header, data, caption):
+    """Draws the points `data`: a series per "series" and a curve per "repeat" of it (each in
+    the order they first appear), with the header's "target" accuracy (None: no line)."""
+    series = []
+    for label in dict.fromkeys(p['series'] for p in data):
+        mine = [p for p in data if p['series'] == label]
+        series.append((label, [[(p['images'], p['seconds'], p['accuracy'])
+                                for p in mine if p['repeat'] == repeat]
+                               for repeat in dict.fromkeys(p['repeat'] for p in mine)]))
+    draw(path, series, header.get('target'), header['title'], caption=caption)
 
 
 def _median_band(values):

@@ -1,5 +1,6 @@
 """The chaos study's figure: a recovered job's loss by global step, a line per attempt, and the
-restart that redid the most steps up close."""
+restart that redid the most steps up close; from points {"attempt", "step", "loss"}, one per
+step the chief logged, and the header's "restarts"."""
 import statistics
 
 from tfhp import plots
@@ -56,6 +57,20 @@ def draw(path, attempts, restarts, smooth=10, title=None, dpi=plots.DPI, caption
     figure.tight_layout()
     legend = plots.legend_below(figure, [whole, close])
     plots.save(figure, path, dpi, caption, legend)
+
+
+def points(attempts):
+    """One point per logged step of `draw`'s attempts [(attempt number, [(step, loss)])]."""
+    return [{'attempt': number, 'step': step, 'loss': loss}
+            for number, run in attempts for step, loss in run]
+
+
+def draw_data(path, header, data, caption):
+    """Draws the points `data`, a line per attempt (in the order they first appear), with the
+    header's "restarts" (`draw`'s)."""
+    attempts = [(number, [(p['step'], p['loss']) for p in data if p['attempt'] == number])
+                for number in dict.fromkeys(p['attempt'] for p in data)]
+    draw(path, attempts, header['restarts'], title=header['title'], caption=caption)
 
 
 def _running_mean(values, window):

@@ -3,63 +3,46 @@
 A figure's file is JSON lines. The first line says how to draw it and where its numbers come
 from; every other line is one point:
 
-  {"figure": NAME, "kind": "lines" | "bars" | "predicted", "title", "xlabel", "ylabel",
-   "logx", "logy", "sharey" (optional), "machine", "date", "commit" (the caption: where and
-   when the numbers were measured), "command" (what measured them), "source" (the table of
-   docs/results/ they come from)}
+  {"figure": NAME, "kind", "title", "machine", "date", "commit" (the caption: where and
+   when the numbers were measured), "command" (what measured them), "source" (the section of
+   docs/ that shows them: a table of docs/results/ for summaries), "note" (optional: the
+   caption's first words, e.g. that timings are illustrative), and what the kind reads}
   lines:     {"panel", "series", "x", "median", "min", "max"}, "computed": true for a bound
-             drawn beside the measurements (dashed, not dodged)
+             drawn beside the measurements (dashed, not dodged); the header's "xlabel",
+             "ylabel", "logx", "logy", "sharey" (optional)
   bars:      {"panel", "series", "x" (the group), "median", "min", "max"}; the header's
              "panel_ylabels" {panel: y label} where panels differ
   predicted: {"series", "median", "min", "max" (measured), "predicted"}
+  timeline:  one per op of a traced step, {"panel", "row", "start_ms", "end_ms"}; the header's
+             "rows", "panel_titles", "marks" (`traced_step`)
+  accuracy:  one per checkpoint, {"series", "repeat", "step", "images", "seconds",
+             "accuracy"}; the header's "target" (`accuracy`)
+  loss:      one per logged step, {"attempt", "step", "loss"}; the header's "restarts"
+             (`chaos_loss`)
+  stages:    {"device", "stage", "self_ms"} and {"run", "step_ms"} (`tfhp.stage_figure`)
 
-Panels, series and groups are drawn in the order they first appear. The numbers are those of
-the study's tables; where a study kept its own JSON lines, the figure would be drawn from them
-(`--replot` of each study). FIGURES_WITHOUT_DATA lists the figures whose numbers no table
-holds (traced timelines, accuracy curves, a loss curve), with the command that measures them
-again: run it with --result_file, keep the records here, and add a kind that draws them.
+Panels, series and groups are drawn in the order they first appear. The numbers of lines, bars
+and predicted are those of the study's tables; where a study kept its own JSON lines, the figure
+would be drawn from them (`--replot` of each study). Those of the other kinds no table holds (a
+traced step's ops, every checkpoint of every repeat, every step of every attempt, a traced
+step's stages): the study wrote them with --figure_data (`tfhp.provenance.write_figure_data`,
+its header naming the run), and its --plot draws the same points (`draw_data`).
 """
 import collections
 import json
 import os
 
+from experiments.figures import accuracy
+from experiments.figures import chaos_loss
 from experiments.figures import prediction
+from experiments.figures import traced_step
 from tfhp import plots
 from tfhp import provenance
+from tfhp import stage_figure
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_DIR = os.path.join(ROOT, 'docs', 'results', 'data')
 IMG_DIR = os.path.join(ROOT, 'docs', 'img')
-
-# name -> (what it shows that no table holds, the command that measures it again)
-FIGURES_WITHOUT_DATA = {
-    'diagnose': ('self time per stage and device of one traced step',
-                 'python -m tfhp.diagnose ... --plot=docs/img/diagnose.png (docs/profiling.md)'),
-    'bucket_timeline': ('the ops of one traced step',
-                        'python -m experiments.bucket_timeline --rate=60mbit '
-                        '--plot=docs/img/bucket_timeline.png'),
-    'pull_timeline': ('the ops of one traced step',
-                      'python -m experiments.pull_timeline --rate=1gbit '
-                      '--plot=docs/img/pull_timeline.png'),
-    'pull_timeline_resnet20': ('the ops of one traced step',
-                               'python -m experiments.pull_timeline --rate=60mbit '
-                               '--emulated_compute=tests/data/resnet20_profile.json'),
-    'pull_timeline_alexnet': ('the ops of one traced step',
-                              'python -m experiments.pull_timeline --rate=370mbit '
-                              '--emulated_compute=tests/data/alexnet_profile.json'),
-    'pull_timeline_lenet': ('the ops of one traced step',
-                            'python -m experiments.pull_timeline --rate=1gbit '
-                            '--emulated_compute=tests/data/lenet_profile.json'),
-    'pull_timeline_slices': ('the ops of one traced step',
-                             'python -m experiments.pull_timeline --rate=300mbit '
-                             '--emulated_compute=experiments/profiles/lenet_x3.json'),
-    'four_combos': ('accuracy at every checkpoint of every repeat',
-                    'python -m experiments.four_combos --result_file=combos.jsonl'),
-    'stale_gradients': ('accuracy at every checkpoint of every repeat',
-                        'python -m experiments.stale_gradients --result_file=stale.jsonl'),
-    'chaos_loss': ('the loss of every step of every attempt',
-                   'python -m experiments.chaos (docs/faults.md)'),
-}
 
 
 def names():
@@ -84,8 +67,10 @@ def load(name, data_dir=None):
 
 
 def caption(header):
-    """The figure's caption: the machine, date and commit its numbers were measured on."""
-    return provenance.caption(header['date'], header['machine'], header['commit'])
+    """The figure's caption: its header's note, if any, then the machine, date and commit its
+    numbers were measured on."""
+    line = provenance.caption(header['date'], header['machine'], header['commit'])
+    return '%s; %s' % (header['note'], line) if header.get('note') else line
 
 
 def _ordered(values):
@@ -135,19 +120,28 @@ def _predicted(path, header, points, caption_text):
     prediction.draw(path, series, title=header['title'], caption=caption_text)
 
 
-KINDS = {'lines': _lines, 'bars': _bars, 'predicted': _predicted}
+# kind -> draw(path, header, points, caption)
+KINDS = {'lines': _lines, 'bars': _bars, 'predicted': _predicted,
+         'timeline': traced_step.draw_data, 'accuracy': accuracy.draw_data,
+         'loss': chaos_loss.draw_data, 'stages': stage_figure.draw_data}
+
+
+def draw_data(path, header, points):
+    """Draws one figure from its header and points at `path` (a kept file's, or a study's own
+    for --plot: the same figure), captioned with where they were measured."""
+    if header.get('kind') not in KINDS:
+        raise ValueError('%s.jsonl: kind %r, not one of %s'
+                         % (header.get('figure'), header.get('kind'), sorted(KINDS)))
+    KINDS[header['kind']](path, header, points, caption(header))
 
 
 def draw(name, out_dir=IMG_DIR, formats=('png', 'svg'), data_dir=None):
     """Draws figure `name` from its data (in `data_dir`, default DATA_DIR) into `out_dir`, one
     file per format; returns the files."""
     header, points = load(name, data_dir)
-    if header.get('kind') not in KINDS:
-        raise ValueError('%s.jsonl: kind %r, not one of %s'
-                         % (name, header.get('kind'), sorted(KINDS)))
     files = []
     for suffix in formats:
         path = os.path.join(out_dir, '%s.%s' % (name, suffix))
-        KINDS[header['kind']](path, header, points, caption(header))
+        draw_data(path, header, points)
         files.append(path)
     return files

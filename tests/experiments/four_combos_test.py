@@ -8,11 +8,14 @@ import pytest
 from experiments import common
 from experiments import convergence
 from experiments import stats
+from experiments.figures import kept
 
 OPTIONS = convergence.Options(num_replicas=2, batch_size=16, num_steps=100, eval_every=50,
                               target_accuracy=0.2, eval_batch_size=50, timeout_s=300,
                               repeats=1)
 CHANCE = 0.1  # 10 balanced classes; 0.2 is 3 standard deviations above it on 100 images
+STAMP = {'machine': 'a machine', 'date': '2026-11-30', 'commit': 'abc1234',
+         'command': 'python -m experiments.four_combos'}
 
 
 def _check_training(record):
@@ -55,9 +58,14 @@ def test_in_graph_sync_repeats_with_their_seeds_and_async(shapes_dir, tmp_path, 
                                     'target']
     assert 'steps' not in table[1]
     assert table[2].startswith('in_graph_sync') and '[' in table[2]
+    # The figure's data: a point per checkpoint of each repeat, in images applied.
+    header, points = convergence.figure([sync], options, 'tiny', STAMP)
+    assert header['kind'] == 'accuracy' and header['target'] == options.target_accuracy
+    assert [(p['series'], p['repeat'], p['step'], p['images']) for p in points] == [
+        ('in_graph_sync', repeat, step, 32 * step) for repeat in (1, 2) for step in (50, 100)]
     if _has_matplotlib():
         path = str(tmp_path / 'combos.png')
-        convergence.plot([sync], options, path, 'tiny')
+        kept.draw_data(path, header, points)
         _check_png(path)
 
 

@@ -1,4 +1,5 @@
-"""--plot: PNGs where matplotlib is installed; exit status 2 and the install hint where not."""
+"""--plot: PNGs where matplotlib is installed; exit status 2 and the install hint where not;
+--figure_data refused before any work where it cannot be written."""
 import importlib.util
 import os
 import subprocess
@@ -47,6 +48,12 @@ def test_an_unwritable_plot_path_is_refused_before_any_work(capsys, tmp_path):
         common.check_plot(str(tmp_path / 'missing' / 'x.png'))
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.startswith('--plot=')
+    # --figure_data as well, with or without matplotlib.
+    with pytest.raises(SystemExit) as exit_info:
+        common.check_output('figure_data', str(tmp_path / 'missing' / 'x.jsonl'))
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.startswith('--figure_data=')
+    common.check_output('figure_data', None)  # none given: nothing to check
 
 
 def test_a_script_refuses_plot_without_matplotlib_at_once(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from tests import testing
 from tfhp import diagnose
 from tfhp import plots
+from tfhp import stage_figure
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 
@@ -106,9 +107,14 @@ def test_diagnosis_of_a_two_device_run(tmp_path):
     assert d.verdict.startswith('Bottleneck: ')
     assert len(lines) == 3
     assert set(d.stage_ms) == {'CPU:0', 'CPU:1'} and d.stage_ms['CPU:0']['backward'] > 0
+    # The figure's points: a stage of a device each, then a run each, configured first.
+    data = stage_figure.points(d)
+    assert [(p['device'], p['stage']) for p in data if 'stage' in p] == [
+        (device, stage) for device, per_stage in d.stage_ms.items() for stage in per_stage]
+    assert [p['run'] for p in data if 'run' in p][0] == 'configured'
     if _has_matplotlib():  # --plot's figure (else the next test covers the refusal)
         path = tmp_path / 'diagnose.png'
-        diagnose.stage_breakdown(str(path), d)
+        stage_figure.draw_data(str(path), {'title': d.verdict}, data)
         assert path.read_bytes()[:4] == b'\x89PNG' and path.stat().st_size > 1000
 
 
