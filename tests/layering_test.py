@@ -22,10 +22,8 @@ LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
     ('tfhp', 'tfhp.modes', 'tfhp.counts', 'tfhp.compat', 'tfhp.startup', 'tfhp.timing',
      'tfhp.plots', 'tfhp.flag_help', 'tfhp.provenance'),
-    # Primitives: graph pieces and values that know no strategy. stage_figure: the diagnose
-    # figure, drawn with plots.
-    ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session',
-     'tfhp.stage_figure'),
+    # Primitives: graph pieces and values that know no strategy.
+    ('tfhp.topology', 'tfhp.ops', 'tfhp.compression', 'tfhp.models', 'tfhp.session'),
     # emulation: an emulated model slices its layers as the models do (`tfhp.models.slices`).
     ('tfhp.pipelines', 'tfhp.replication', 'tfhp.profiling', 'tfhp.emulation'),
     # prediction: the step model loads each ps as the replication's placement does.
@@ -73,9 +71,10 @@ ALLOWED = {
     # Data-set writers share the record format with the pipelines (its one definition).
     'tfhp/data/': ('tfhp.data', 'tfhp.pipelines', 'tfhp.ops', 'tfhp.compat',
                    'tfhp.startup'),
-    # timing: a figure over repeats (Range), for the cluster verdict.
+    # timing: a figure over repeats (Range), for the cluster verdict; plots: the diagnose
+    # report's figure (stage_figure).
     'tfhp/profiling/': ('tfhp.profiling', 'tfhp.ops', 'tfhp.session', 'tfhp.modes',
-                        'tfhp.timing'),
+                        'tfhp.timing', 'tfhp.plots'),
 }
 
 

@@ -10,7 +10,7 @@ configured is skipped, and the report says why.
 
 Every run is a measurement only: checkpoints, summaries and result files are off.
 --plot=PATH.png also draws the traced step's time per stage on each device and each run's step
-time (`tfhp.stage_figure`; needs matplotlib, the extra `tfhp[plots]`); --figure_data=PATH.jsonl
+time (`tfhp.profiling.stage_figure`; needs matplotlib, the extra `tfhp[plots]`); --figure_data=PATH.jsonl
 keeps the figure's numbers, with the machine, date, commit and command, as docs/results/data
 keeps them (`python -m experiments.figures` draws them again).
 
@@ -57,12 +57,12 @@ from tfhp.launcher import plan
 from tfhp import modes
 from tfhp import plots
 from tfhp import provenance
-from tfhp import stage_figure
 from tfhp import timing
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 from tfhp.profiling import capture
 from tfhp.profiling import link_bound
+from tfhp.profiling import stage_figure
 
 flags.DEFINE_string('plot', None, 'Also draw the report (stage breakdown, step times) as this '
                     'PNG; needs matplotlib: pip install -e \'.[plots]\'.')

@@ -26,7 +26,7 @@ The shared figures and the pieces a study's own figure draws with:
 
 A figure of one study lives with it: experiments/figures/ (accuracy curves, a recovered job's
 loss, predicted against measured, each worker's phases, traced steps' timelines) and
-tfhp/stage_figure.py (the diagnose report's stage breakdown).
+tfhp/profiling/stage_figure.py (the diagnose report's stage breakdown).
 """
 import functools
 import io

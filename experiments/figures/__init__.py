@@ -8,5 +8,5 @@
   kept         docs/img's figures redrawn from docs/results/data (`python -m experiments.figures`)
 
 The shared drawing (line and bar panels, timelines, captions, file formats) is tfhp.plots; the
-diagnose report's figure is tfhp.stage_figure.
+diagnose report's figure is tfhp.profiling.stage_figure.
 """

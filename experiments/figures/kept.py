@@ -19,7 +19,7 @@ from; every other line is one point:
              "accuracy"}; the header's "target" (`accuracy`)
   loss:      one per logged step, {"attempt", "step", "loss"}; the header's "restarts"
              (`chaos_loss`)
-  stages:    {"device", "stage", "self_ms"} and {"run", "step_ms"} (`tfhp.stage_figure`)
+  stages:    {"device", "stage", "self_ms"} and {"run", "step_ms"} (`tfhp.profiling.stage_figure`)
 
 Panels, series and groups are drawn in the order they first appear. The numbers of lines, bars
 and predicted are those of the study's tables; where a study kept its own JSON lines, the figure
@@ -38,7 +38,7 @@ from experiments.figures import prediction
 from experiments.figures import traced_step
 from tfhp import plots
 from tfhp import provenance
-from tfhp import stage_figure
+from tfhp.profiling import stage_figure
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_DIR = os.path.join(ROOT, 'docs', 'results', 'data')

@@ -101,7 +101,7 @@ def test_each_figure_is_drawn_from_its_data(monkeypatch, name):
     page, _, heading = header['source'].partition('#')
     assert page.startswith('docs/') and heading in docs_test.anchors(page), page
     assert header['command'].startswith('python -m ')
-    if header['kind'] == 'stages':  # drawn whole by tfhp.stage_figure, tested below
+    if header['kind'] == 'stages':  # drawn whole by tfhp.profiling.stage_figure, tested below
         return
     # Every point of the data is drawn, in its series.
     if header['kind'] in ('lines', 'bars', 'predicted'):

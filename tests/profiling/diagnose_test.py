@@ -9,7 +9,7 @@ import pytest
 from tests import testing
 from tfhp import diagnose
 from tfhp import plots
-from tfhp import stage_figure
+from tfhp.profiling import stage_figure
 from tfhp.profiling import analysis
 from tfhp.profiling import bottleneck
 
