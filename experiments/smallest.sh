@@ -10,8 +10,8 @@
 # the frame keeps as aliases, so the same command runs before the studies moved onto it. Each
 # run is bounded by 30 minutes; a failure is reported and the next study runs. links_study,
 # link_check and emulated_cluster need root and iproute2 (without them they exit 2).
-# published_scaling reads the test profile in place of resnet50's: its figures are a
-# deterministic function of the profile, enough to compare two commits.
+# published_scaling predicts one model's points (pure Python, a second): a deterministic
+# function of the inputs and the step model.
 set -uo pipefail
 if [ $# -lt 1 ] || [ ! -d experiments ]; then
   echo "usage (from a checkout's root): experiments/smallest.sh DIR [STUDY ...]" >&2
@@ -69,7 +69,7 @@ run vs_reference --models=trivial:2 --num_batches=2 --num_warmup_batches=1 --rou
   ${REFERENCE:+--reference="$REFERENCE"} "$(result vs_reference)"
 # Every fault: its job is already the smallest (the trivial model at 8x8).
 run fault_bounds "$(result fault_bounds)"
-run published_scaling --resnet50=tests/data/resnet20_profile.json "$(result published_scaling)"
+run published_scaling --models=resnet50 "$(result published_scaling)"
 run emulated_cluster --profile=tests/data/resnet20_profile.json --workers=1 --ps=1 \
   --rates=1gbit --steps=2 --warmup_steps=1 --repeats=1 "$(result emulated_cluster)"
 run links_study --models=null_dense --rates=1gbit --workers=1,2 --num_ps=1 --modes_workers=2 \
