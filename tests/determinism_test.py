@@ -1,7 +1,9 @@
 """--deterministic: two runs of the `tfhp` command with the same flags and seed print the same
 losses, through RecordInput and tf.data, on one device and on 2 in-graph towers, real and
 synthetic data. Each run is a process of its own (the flag sets the process's thread pools
-before TensorFlow starts); all are started at once (`testing.Started`)."""
+before TensorFlow starts its runtime), forked from the suite's forkserver, which imported
+TensorFlow but started no runtime (an exec'd run printed the same losses and took 3 times as
+long); all are started at once (`testing.Started`)."""
 import re
 import sys
 
@@ -35,14 +37,14 @@ def _started(tmp_path_factory):
         for run in (0, 1):
             commands['%s_%d' % (case, run)] = [sys.executable, '-m', 'tfhp'] + [
                 flag.replace('{data}', str(data)) for flag in _COMMON + flags]
-    processes = testing.Started(commands, tmp_path_factory.mktemp('runs'))
+    processes = testing.Started(commands, tmp_path_factory.mktemp('runs'), fork=True)
     yield processes
     processes.end()
 
 
 def _losses(started, name):
     status, out, err, _ = started.result(name, 300)
-    assert status == 0, err[-2000:]
+    assert status == 0, (out + err)[-2000:]
     return re.findall(r'loss: (\S+)', out)
 
 

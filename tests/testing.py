@@ -6,6 +6,7 @@ import subprocess
 import time
 
 from tfhp import config as config_lib
+from tfhp.launcher import forked_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,17 +42,24 @@ class Started:
       commands: {name: argv}.
       directory: a pathlib.Path of an empty folder.
       env: the processes' environment (default: this one's).
+      fork: start `python -m tfhp` commands as forks of the suite's forkserver
+        (`tfhp.launcher.forked_task.start`), which imported TensorFlow once, but started no
+        runtime; a fork's stderr goes to its stdout. Commands whose settings are read when
+        TensorFlow is imported need fork=False.
     """
 
-    def __init__(self, commands, directory, env=None):
+    def __init__(self, commands, directory, env=None, fork=False):
         self._dirs, self._procs = {}, {}
         for name, argv in commands.items():
             folder = self._dirs[name] = directory / name
             folder.mkdir()
+            argv = [arg.replace('{dir}', str(folder)) for arg in argv]
             with open(folder / 'stdout', 'w') as out, open(folder / 'stderr', 'w') as err:
-                self._procs[name] = subprocess.Popen(
-                    [arg.replace('{dir}', str(folder)) for arg in argv], stdout=out, stderr=err,
-                    cwd=ROOT, env=env)
+                if fork:
+                    self._procs[name] = forked_task.start(argv, env or os.environ, out, cwd=ROOT)
+                else:
+                    self._procs[name] = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT,
+                                                         env=env)
 
     def result(self, name, timeout_s):
         """(exit status, stdout, stderr, folder) of `name` once it ended; past timeout_s it is

@@ -102,8 +102,10 @@ def test_a_search_of_parallel_clients_ranks_its_points_and_the_ps_memory_stays_f
     record = search.search(points, [
         '--model=trivial', '--image_size=8', '--batch_size=16', '--data_dir=' + data,
         '--random_crop_flip=false', '--num_batches=10', '--num_warmup_batches=0',
-        '--eval_during_training_every_n_steps=10', '--eval_batch_size=50',
-        '--num_eval_batches=2', '--peer_timeout_s=20'], repeats=2, parallel=2,
+        # 100 images in batches of 10: a client builds ops of its own for each record of an
+        # evaluation batch, so batches of 50 took it longer to build than its training.
+        '--eval_during_training_every_n_steps=10', '--eval_batch_size=10',
+        '--num_eval_batches=10', '--peer_timeout_s=20'], repeats=2, parallel=2,
                            timeout_s=200, log=lambda line: None)
     assert [r['error'] for r in record['runs']] == [None] * 4
     assert sorted(row['runs'] for row in record['ranking']) == [2, 2]

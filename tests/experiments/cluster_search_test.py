@@ -5,8 +5,10 @@ from experiments import cluster_search
 
 
 def test_a_search_without_the_reset_ranks_and_records_the_ps_memory(shapes_dir):
+    # The 100 validation images in batches of 10: a client builds ops of its own for each
+    # record of an evaluation batch (`tests/cluster/serving_test.py` says what 50 cost).
     args = cluster_search.tfhp_flags(shapes_dir, 'trivial', 16, 16, steps=10, seed=1,
-                                     eval_batch_size=50, num_eval_batches=2)
+                                     eval_batch_size=10, num_eval_batches=10)
     record = cluster_search.measure(False, ['0.02', '0.2'], args + ['--peer_timeout_s=20'],
                                     repeats=1, timeout_s=200, log=lambda line: None)
     assert record['reset'] is False
