@@ -4,7 +4,8 @@ a hyperparameter search as parallel clients of one set of ps tasks, ranked on va
 It starts --num_ps ps tasks that serve clients (`--serve_clients`, bounded by --linger_s), then
 runs every point of the grid (`tfhp.sweep.grid_points`), --repeats times in rounds (round r with
 the tfhp flags' --tf_random_seed + r: other initial weights and data order), at most --parallel
-at once, each as its own client process: a worker of its own (`tfhp.cluster.container_client`)
+at once, each as its own client process (a fork where a forkserver is named, as the ps tasks
+are: `tfhp.launcher.forked_task`): a worker of its own (`tfhp.cluster.container_client`)
 with the point's flags and its placement (its slot's address, the ps tasks) on its command
 line, its graph in a resource container of its own (so clients never share a variable, whatever
 they name them), trained, evaluated on the validation set (the tfhp flags must ask for an
@@ -157,15 +158,28 @@ def search(points, tfhp_args, repeats=1, parallel=2, num_ps=1, timeout_s=1800.0,
             if not reset:
                 argv.append('--container_reset=false')
             start = time.monotonic()
-            try:
-                proc = subprocess.run(argv, capture_output=True, text=True, env=env,
-                                      timeout=max(1.0, deadline - start))
-                lines = [line for line in proc.stderr.splitlines()
-                         if 'Error' in line or 'device' in line] or proc.stderr.strip().splitlines()
-                error = None if proc.returncode == 0 else 'exit status %d: %s' % (
-                    proc.returncode, ' | '.join(lines[-3:]) if lines else 'no output')
-            except subprocess.TimeoutExpired:
+            # A fork where a forkserver is named, as the ps tasks are: a client is mostly its
+            # start. Its output goes to a file, not a pipe nobody reads while it runs.
+            with open(os.path.join(directory, 'worker_%d.log' % slot), 'w+') as output:
+                proc = forked_task.start(argv, env, output)
+                try:
+                    proc.wait(max(1.0, deadline - start))
+                    timed_out = False
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                    timed_out = True
+                output.seek(0)
+                text = output.read()
+            if timed_out:
                 error = 'timed out (--timeout_s)'
+            elif proc.returncode:
+                lines = [line for line in text.splitlines()
+                         if 'Error' in line or 'error:' in line] or text.strip().splitlines()
+                error = 'exit status %d: %s' % (proc.returncode, ' | '.join(lines[-3:]) if lines
+                                                else 'no output')
+            else:
+                error = None
             if error and reset:
                 reset_client_container(argv, env, peer_timeout_s + plan.MARGIN_S, log)
             result = client_result(directory, slot)
