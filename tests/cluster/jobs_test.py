@@ -208,11 +208,15 @@ def test_an_async_worker_dying_does_not_stop_the_others(tmp_path):
 
 def test_a_straggler_slow_in_compute_sends_stale_gradients(tmp_path):
     """Async: a worker delayed inside its step (after reading the variables) applies gradients
-    many updates old; one delayed before its step reads fresh variables after sleeping."""
+    older by the updates the other worker makes during the delay; one delayed before its step
+    reads fresh variables after sleeping."""
+    delay_s = 0.2
+
     def straggler_staleness(mode):
         job = jobs.hand_started(tmp_path / mode, 1, 2, [
-            '--cross_replica_sync=false', '--straggler_workers=1', '--straggler_delay_ms=100',
-            '--straggler_mode=' + mode, '--num_batches=400'])
+            '--cross_replica_sync=false', '--straggler_workers=1',
+            '--straggler_delay_ms=%d' % (delay_s * 1000), '--straggler_mode=' + mode,
+            '--num_batches=400'])
         straggler = job.commands[('worker', 1)]
         try:
             job.start(('ps', 0))
@@ -224,9 +228,14 @@ def test_a_straggler_slow_in_compute_sends_stale_gradients(tmp_path):
         finally:
             job.end_all()
         assert {status for status, _ in ended.values()} == {0}, job.log(('worker', 1))[-2000:]
-        return job.result(('worker', 1))['staleness_mean']
+        steps_per_s = job.result(('worker', 0))['images_per_sec'] / 2  # SMALL's batch of 2
+        return job.result(('worker', 1))['staleness_mean'], steps_per_s
 
     (tmp_path / 'compute').mkdir()
     (tmp_path / 'before_step').mkdir()
-    compute, before_step = straggler_staleness('compute'), straggler_staleness('before_step')
-    assert compute > 3 and compute > 3 * before_step + 1, (compute, before_step)
+    (compute, rate), (before_step, _) = (straggler_staleness('compute'),
+                                         straggler_staleness('before_step'))
+    # The delay inside the step adds the other worker's updates in it (rate * delay, a step
+    # or more even on loaded cores); half of that leaves room for the rate's drift, which
+    # depends on the load (the CI machine's 2 cores run two tests beside this job).
+    assert compute - before_step > 0.5 * rate * delay_s > 1, (compute, before_step, rate)
