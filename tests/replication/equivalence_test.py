@@ -3,6 +3,7 @@
 Also: replicated copies stay bitwise identical; independent towers train alone; checkpoints of
 per-tower copies carry the parameter server's names.
 """
+import functools
 import re
 
 import numpy as np
@@ -85,6 +86,7 @@ def train(replication_config, num_towers, batch_per_tower, topology=None,
             return sess.run(savable), sess.run(every), manager
 
 
+@functools.lru_cache(maxsize=None)  # 16 tests compare with 2 references
 def reference(num_towers):
     """One tower with the whole batch of num_towers towers."""
     return train(config_lib.ReplicationConfig(), 1, num_towers * BATCH_PER_TOWER)[0]
