@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests import testing
 from tests.cluster import jobs
 from tfhp.cluster import task as task_lib
 from tfhp.launcher import plan
@@ -175,15 +176,17 @@ def test_a_killed_job_resumes_from_its_last_checkpoint(tmp_path):
 def test_a_dead_ps_address_is_named_within_the_bounded_wait(tmp_path):
     ps, worker = plan.free_ports(2)
     start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, '-m', 'tfhp', '--job_name=worker', '--task_index=0',
-         '--ps_hosts=127.0.0.1:%d' % ps, '--worker_hosts=127.0.0.1:%d' % worker,
-         '--peer_timeout_s=1'] + jobs.SMALL, capture_output=True, text=True, cwd=jobs.ROOT,
-        timeout=jobs.JOB_TIMEOUT_S)
+    # A fork of the suite's forkserver, as a launcher's tasks are: no import of its own.
+    status, stdout, stderr, _ = testing.Started({'worker': [
+        sys.executable, '-m', 'tfhp', '--job_name=worker', '--task_index=0',
+        '--ps_hosts=127.0.0.1:%d' % ps, '--worker_hosts=127.0.0.1:%d' % worker,
+        '--peer_timeout_s=1'] + jobs.SMALL}, tmp_path, fork=True).result(
+            'worker', jobs.JOB_TIMEOUT_S)
     elapsed = time.monotonic() - start
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    assert ('ps task 0 at 127.0.0.1:%d did not answer within 1 s' % ps) in proc.stderr
-    assert 'Traceback' not in proc.stderr
+    output = stdout + stderr  # a fork's stderr is in its stdout
+    assert status == 2, output[-3000:]
+    assert ('ps task 0 at 127.0.0.1:%d did not answer within 1 s' % ps) in output
+    assert 'Traceback' not in output
     # The bound holds: the worker gave up after its 1 s wait, not after TensorFlow's own.
     assert elapsed < jobs.JOB_TIMEOUT_S / 2
 
