@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from tests import testing
 from tests.cluster import jobs
 from tests.pipelines import shapes
 from tfhp.cluster import task as task_lib
@@ -205,16 +206,18 @@ def test_tf_config_with_a_bad_task_index_is_refused(tf_config, message):
     assert 'Traceback' not in proc.stderr
 
 
-def test_a_repeated_task_index_is_refused_naming_the_address(hand_started):
+def test_a_repeated_task_index_is_refused_naming_the_address(hand_started, tmp_path):
     # The ps waits --peer_timeout_s for its worker, which is never started: long enough here.
     job = hand_started(1, 1, '--peer_timeout_s=120')
     job.start(('ps', 0))
     job.wait_for_line(('ps', 0), 'serving until', jobs.JOB_TIMEOUT_S)
-    twin = subprocess.run(job.commands[('ps', 0)], capture_output=True, text=True,
-                          cwd=jobs.ROOT, timeout=60)
-    assert twin.returncode == 2, twin.stderr[-2000:]
-    assert 'ps task 0 cannot listen on %s' % job.address(('ps', 0)) in twin.stderr
-    assert 'same --task_index' in twin.stderr
+    # A fork of the suite's forkserver, as the ps is: no import of its own.
+    status, stdout, stderr, _ = testing.Started({'twin': job.commands[('ps', 0)]},
+                                                tmp_path, fork=True).result('twin', 60)
+    output = stdout + stderr  # a fork's stderr is in its stdout
+    assert status == 2, output[-2000:]
+    assert 'ps task 0 cannot listen on %s' % job.address(('ps', 0)) in output
+    assert 'same --task_index' in output
 
 
 @pytest.mark.parametrize('use_datasets', [False, True])
