@@ -3,6 +3,7 @@ applied and pulled back on its own, in the step or (background) in a thread of t
 (priority) pushed from threads of its own, or (pull_clocked, the default) each push paced by a
 pull; the training is the same as the whole step's."""
 import collections
+import concurrent.futures
 
 import pytest
 import tensorflow.compat.v1 as tf
@@ -17,36 +18,54 @@ NULL_DENSE = ['--model=null_dense', '--weight_decay=0', '--variable_update=distr
               '--num_batches=4', '--num_warmup_batches=1', '--display_every=100']
 
 
-def _run(tmp_path, *args):
-    status, summary, output = jobs.launch_job(tmp_path, 2, 2, *(NULL_DENSE + list(args)))
+# name: the job's flags beyond NULL_DENSE.
+RUNS = {
+    'whole': ['--ps_transfer=whole_step'],
+    # 4 MiB chunks: the vector travels as 4 masters spread over the 2 ps tasks.
+    'pipelined': ['--ps_transfer=pipelined', '--ps_chunk_bytes=%d' % (4 << 20)],
+    'background': ['--ps_transfer=background', '--ps_chunk_bytes=%d' % (4 << 20)],
+    # Priority pushes, two senders (an 8 MiB window) to each ps task.
+    'priority': ['--ps_transfer=priority', '--ps_chunk_bytes=%d' % (4 << 20),
+                 '--ps_window_bytes=%d' % (8 << 20)],
+    # The same with each ps task's two chunks pushed together (--ps_group_bytes).
+    'grouped': ['--ps_transfer=priority', '--ps_chunk_bytes=%d' % (4 << 20),
+                '--ps_window_bytes=%d' % (8 << 20), '--ps_group_bytes=%d' % (8 << 20)],
+    # Pull-clocked, 1 MiB chunks: eight on each ps task's chain, so six wait for pulls; its
+    # partition graphs are read by the transfer count test.
+    'clocked': ['--ps_transfer=pull_clocked', '--ps_chunk_bytes=%d' % (1 << 20),
+                '--partitioned_graph_file_prefix={dir}/w{task}.pbtxt'],
+    # The default: pull-clocked, 256 KiB chunks, 32 on each ps task's chain.
+    'default': [],
+}
+
+
+def _run(directory, args):
+    args = [a.replace('{dir}', str(directory)) for a in args]
+    status, summary, output = jobs.launch_job(directory, 2, 2, *(NULL_DENSE + args))
     assert status == 0 and set(summary['exit_codes'].values()) == {0}, output[-3000:]
     return summary
 
 
-def test_every_chunked_transfer_trains_as_the_whole_step_does(tmp_path):
-    whole = _run(tmp_path, '--ps_transfer=whole_step')
-    # 4 MiB chunks: the vector travels as 4 masters spread over the 2 ps tasks.
-    chunks = '--ps_chunk_bytes=%d' % (4 << 20)
-    pipelined = _run(tmp_path, '--ps_transfer=pipelined', chunks)
-    background = _run(tmp_path, '--ps_transfer=background', chunks)
-    # Priority pushes, two senders (an 8 MiB window) to each ps task.
-    priority = _run(tmp_path, '--ps_transfer=priority', chunks,
-                    '--ps_window_bytes=%d' % (8 << 20))
-    # The same with each ps task's two chunks pushed together (--ps_group_bytes).
-    grouped = _run(tmp_path, '--ps_transfer=priority', chunks, '--ps_window_bytes=%d' % (8 << 20),
-                   '--ps_group_bytes=%d' % (8 << 20))
-    # Pull-clocked, 2 MiB chunks: four on each ps task's chain, so two wait for pulls.
-    clocked = _run(tmp_path, '--ps_transfer=pull_clocked', '--ps_chunk_bytes=%d' % (2 << 20))
-    # The default: pull-clocked, 256 KiB chunks, 32 on each ps task's chain.
-    default = _run(tmp_path)
-    runs = (whole, pipelined, background, priority, grouped, clocked, default)
-    for summary in runs:
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    """{name: (summary, folder)} of every job of RUNS, four at a time: a job of 4 small tasks
+    is mostly start-up and waits, so side by side they end sooner (all seven at once cost
+    more CPU than they saved)."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in RUNS}
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        futures = {name: pool.submit(_run, folders[name], args) for name, args in RUNS.items()}
+    return {name: (futures[name].result(), folders[name]) for name in RUNS}
+
+
+def test_every_chunked_transfer_trains_as_the_whole_step_does(runs):
+    summaries = {name: summary for name, (summary, _) in runs.items()}
+    for summary in summaries.values():
         assert [t['global_step'] for t in summary['tasks']] == [5, 5]
         assert summary['dropped_gradients'] == 0
-    sums = [t['variables_checksum'] for s in runs for t in s['tasks']]
+    sums = [t['variables_checksum'] for s in summaries.values() for t in s['tasks']]
     assert sums[0] != 0 and max(sums) - min(sums) <= 1e-5 * abs(sums[0])
-    for summary in (pipelined, default):  # each ps task holds half the vector
-        loads = summary['tasks'][0]['variable_bytes_by_device']
+    for name in ('pipelined', 'default'):  # each ps task holds half the vector
+        loads = summaries[name]['tasks'][0]['variable_bytes_by_device']
         assert sorted(loads.values()) == [8 << 20, 8 << 20]
 
 
@@ -62,11 +81,10 @@ def _recvs_by_sender(path):
     return senders
 
 
-def test_a_pulled_chunk_costs_two_transfers_its_push_and_its_pull(tmp_path):
+def test_a_pulled_chunk_costs_two_transfers_its_push_and_its_pull(runs):
     # 16 chunks of 1 MiB over 2 ps tasks. Each chunk's token, and its control edge into the
     # worker's copies, were transfers of their own beside the pull: 3 to 4 a chunk.
-    _run(tmp_path, '--ps_chunk_bytes=%d' % (1 << 20),
-         '--partitioned_graph_file_prefix=%s' % (tmp_path / 'w{task}.pbtxt'))
+    _, tmp_path = runs['clocked']
     for task in (0, 1):
         partitions = {p.name.split('_device')[0].split('_job_', 1)[1]: _recvs_by_sender(p)
                       for p in tmp_path.glob('w%d_job_*.pbtxt' % task)}
