@@ -1,5 +1,6 @@
 """An entry point's process settings: set where the user did not, and Keras skipped at import;
 a shadowed tfhp package refused."""
+import functools
 import importlib.util
 import os
 import subprocess
@@ -26,13 +27,7 @@ def test_settings_fill_in_what_the_user_left_unset(monkeypatch):
                     reason='tf_keras is installed: TensorFlow imports it instead')
 def test_tensorflow_imported_after_the_settings_leaves_keras_out():
     # The saving is TensorFlow's to keep or lose on an upgrade: this says when it is lost.
-    program = ('import sys; from tfhp import startup; startup.prepare_process(); '
-               'import tensorflow.compat.v1 as tf; '
-               'print(sorted(m for m in sys.modules if m.split(".")[0] == "keras"))')
-    env = {k: v for k, v in os.environ.items() if k != 'TF_USE_LEGACY_KERAS'}
-    out = subprocess.run([sys.executable, '-c', program], env=env, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
-    assert out.strip().splitlines()[-1] == '[]'
+    assert _import_tensorflow(None)[0][-1] == '[]'
 
 
 def test_a_namespace_tfhp_is_a_shadow_and_the_package_is_not(tmp_path):
@@ -79,20 +74,33 @@ def test_a_clone_root_named_tfhp_in_the_working_directory_is_refused(tmp_path, c
 # at any TF_CPP_MIN_LOG_LEVEL (once per library: twice); TF_ENABLE_ONEDNN_OPTS=1 turns oneDNN on
 # as a CPU with AVX512_VNNI does by default.
 _IMPORT = ('from tfhp import startup; startup.prepare_process(); import sys; '
-           'import tensorflow; '
-           'print(type(sys.modules["tensorflow"].__loader__).__name__)')
+           'import tensorflow.compat.v1; '
+           'print(type(sys.modules["tensorflow"].__loader__).__name__); '
+           'print(sorted(m for m in sys.modules if m.split(".")[0] == "keras"))')
 
 
-@pytest.mark.parametrize('level, notices', [(None, 0), ('0', 2)])
-def test_tensorflows_import_keeps_to_the_log_level(level, notices):
-    env = {k: v for k, v in os.environ.items() if k != 'TF_CPP_MIN_LOG_LEVEL'}
+@functools.lru_cache(maxsize=None)
+def _import_tensorflow(level):
+    """(stdout lines, stderr) of a process that imports TensorFlow after the settings, where the
+    user set neither TF_USE_LEGACY_KERAS nor (unless `level`) TF_CPP_MIN_LOG_LEVEL, with oneDNN
+    on. The tests that read the same level read one process: each is mostly TensorFlow's
+    import."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ('TF_USE_LEGACY_KERAS', 'TF_CPP_MIN_LOG_LEVEL')}
     env.update(TF_ENABLE_ONEDNN_OPTS='1', PYTHONPATH=REPO)
     if level is not None:  # the user wants TensorFlow's start-up lines
         env['TF_CPP_MIN_LOG_LEVEL'] = level
     done = subprocess.run([sys.executable, '-c', _IMPORT], env=env, capture_output=True,
                           text=True, timeout=180, check=True)
-    assert done.stderr.count('oneDNN custom operations are on') == notices, done.stderr
-    assert done.stdout.split() == ['SourceFileLoader']  # the module's own loader, put back
+    return done.stdout.strip().splitlines(), done.stderr
+
+
+@pytest.mark.parametrize('level, notices', [(None, 0), ('0', 2)])
+def test_tensorflows_import_keeps_to_the_log_level(level, notices):
+    out, err = _import_tensorflow(level)
+    assert err.count('oneDNN custom operations are on') == notices, err
+    assert out[0] == 'SourceFileLoader'  # the module's own loader, put back
+    assert len(out) == 2  # and the Keras modules' line: nothing else on stdout
 
 
 def test_below_level_drops_absls_early_lines_under_the_level_and_keeps_the_rest():
