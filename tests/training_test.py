@@ -63,7 +63,8 @@ def _learning_rate(cfg):
     [rate] = [op.outputs[0] for op in built.graph.get_operations()
               if re.fullmatch(r'learning_rate(_\d+)?', op.name) and op.type == 'Identity']
     with tf.Session(graph=built.graph, config=built.session_config) as sess:
-        sess.run(built.init)
+        # The rate reads no variable but the global step: the net's need no initialising.
+        sess.run(tf.train.get_global_step(built.graph).initializer)
         return sess.run(rate)
 
 
