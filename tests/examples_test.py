@@ -7,7 +7,8 @@ after post_init_ops and every step, the between-graph workers' global steps.
 The examples this run's tests read start together, when the first of those tests asks for its
 output: they are independent processes, each mostly TensorFlow's import on one core, so two
 cores run them sooner together than one after another (10.8 s instead of 14.7 s for the three,
-on the 2-core development box).
+on the 2-core development box). Under pytest-xdist each starts when its test asks for it: a
+worker runs only some of the tests, and the other worker keeps the other core busy.
 """
 import os
 import re
@@ -32,11 +33,13 @@ EXAMPLES = {
 
 @pytest.fixture(scope='module')
 def started(request, tmp_path_factory):
-    """The examples this run's tests read, started at once (`testing.Started`)."""
+    """The examples, those this run's tests read started at once (`testing.Started`,
+    `testing.selected`)."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get('PYTHONPATH', ''))
-    commands = {name: [sys.executable, os.path.join(ROOT, 'examples', EXAMPLES[name][0][0])]
-                + EXAMPLES[name][0][1:] for name in testing.selected(request)}
-    processes = testing.Started(commands, tmp_path_factory.mktemp('examples'), env)
+    commands = {name: [sys.executable, os.path.join(ROOT, 'examples', script)] + flags
+                for name, ([script, *flags], _) in EXAMPLES.items()}
+    processes = testing.Started(commands, tmp_path_factory.mktemp('examples'), env,
+                                ahead=testing.selected(request))
     yield processes
     processes.end()
 

@@ -2,7 +2,7 @@
 
 The big nets are only built as graphs (no session), which takes a second or two each; sessions
 are run only for small nets or at small image sizes. The NCHW graphs are built in a second
-process while this one builds the NHWC graphs (`nchw_builds`).
+process while this one builds the NHWC graphs (`nchw_builds`; under pytest-xdist, in this one).
 """
 import collections
 import concurrent.futures
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tests import testing
 from tfhp import compat
 from tfhp.models import inception
 from tfhp.models import layers
@@ -153,11 +154,12 @@ def _nchw_builds(request):
     """{(name, data set): future `Built`} of the NCHW graphs this run's layout tests read,
     built in order in a second process (graph mode, as conftest sets this one up), started with
     this module's first test: building is Python on one core, so the other core builds the NCHW
-    graphs while this one builds the NHWC graphs of the count tests."""
+    graphs while this one builds the NHWC graphs of the count tests. None in a pytest-xdist
+    worker (`testing.selected`): the layout tests build their NCHW graphs in this process."""
     wanted = [(item.callspec.params['name'], _LAYOUT_TESTS[item.function.__name__])
               for item in request.session.items
               if item.module is request.module and item.function.__name__ in _LAYOUT_TESTS]
-    if not wanted:
+    if not wanted or testing.xdist_worker():
         yield {}
         return
     pool = concurrent.futures.ProcessPoolExecutor(
@@ -191,10 +193,17 @@ def test_inception3_aux_head_matches_torchvision_count():
         assert _num_params(tf.trainable_variables()) == 27161264
 
 
+def _nchw(nchw_builds, name, data_name=None):
+    """The `Built` NCHW graph of `name`: the second process's, or else built here."""
+    if (name, data_name) in nchw_builds:
+        return nchw_builds[(name, data_name)].result(timeout=600)
+    return _build_graph_only(name, layers.NCHW, data_name)
+
+
 @pytest.mark.parametrize('name', registry.names())
 def test_logits_shape_and_nchw_variables(name, nchw_builds):
     nhwc = _build_graph_only(name, layers.NHWC)
-    nchw = nchw_builds[(name, None)].result(timeout=600)
+    nchw = _nchw(nchw_builds, name)
     assert nhwc.logits_shape == [1, NUM_CLASSES]
     assert nchw.logits_shape == [1, NUM_CLASSES]
     # Same names and shapes, so that weights can be shared or copied across data formats.
@@ -231,7 +240,7 @@ def test_cifar_alexnet_matches_the_tutorial_count():
 @pytest.mark.parametrize('name', registry.names(registry.CIFAR10))
 def test_cifar_logits_shape_and_nchw_variables(name, nchw_builds):
     nhwc = _build_graph_only(name, layers.NHWC, registry.CIFAR10)
-    nchw = nchw_builds[(name, registry.CIFAR10)].result(timeout=600)
+    nchw = _nchw(nchw_builds, name, registry.CIFAR10)
     assert nhwc.logits_shape == nchw.logits_shape == [1, CIFAR_CLASSES]
     assert nchw.variables == nhwc.variables
 

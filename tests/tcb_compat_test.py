@@ -12,7 +12,8 @@ line (XLA takes ~40 s to compile resnet50's step on it).
 
 Most lines run in this process (`cli.main`, output captured); lines whose settings TensorFlow
 reads once per process (thread pools, --mkl's and --xla's environment) run as `python -m tfhp`,
-started with the module's first test so that they run beside the others.
+started with the module's first test so that they run beside the others (under pytest-xdist,
+when their test asks: `testing.selected`).
 """
 import os
 import re
@@ -172,12 +173,13 @@ SUBPROCESS = {
 
 @pytest.fixture(scope='module', autouse=True)
 def started(request, tmp_path_factory):
-    """The SUBPROCESS lines this run's tests read, started with this module's first test: each
-    process is mostly TensorFlow's import and the net's graph on one core, which the other core
-    runs beside the lines run in this process (`testing.Started`)."""
-    commands = {name: [sys.executable, '-m', 'tfhp'] + SUBPROCESS[name][0].split()
-                + SUBPROCESS[name][1] for name in testing.selected(request)}
-    processes = testing.Started(commands, tmp_path_factory.mktemp('lines'))
+    """The SUBPROCESS lines, those this run's tests read started with this module's first test:
+    each process is mostly TensorFlow's import and the net's graph on one core, which the other
+    core runs beside the lines run in this process (`testing.Started`, `testing.selected`)."""
+    commands = {name: [sys.executable, '-m', 'tfhp'] + flags.split() + appended
+                for name, (flags, appended) in SUBPROCESS.items()}
+    processes = testing.Started(commands, tmp_path_factory.mktemp('lines'),
+                                ahead=testing.selected(request))
     yield processes
     processes.end()
 

@@ -31,7 +31,7 @@ def replace(cfg, section, **fields):
 
 
 class Started:
-    """Commands started at once, each its own process, for tests that each read one.
+    """Commands, each its own process, started at once (`ahead`) for tests that each read one.
 
     Independent processes that are mostly TensorFlow's import on one core end sooner side by
     side on two cores than one after another. Each command runs in `directory`/<name>/ (its
@@ -46,24 +46,33 @@ class Started:
         (`tfhp.launcher.forked_task.start`), which imported TensorFlow once, but started no
         runtime; a fork's stderr goes to its stdout. Commands whose settings are read when
         TensorFlow is imported need fork=False.
+      ahead: the names to start now (default: all); any other starts when its result is
+        asked for (`selected`).
     """
 
-    def __init__(self, commands, directory, env=None, fork=False):
+    def __init__(self, commands, directory, env=None, fork=False, ahead=None):
+        self._commands, self._directory, self._env, self._fork = commands, directory, env, fork
         self._dirs, self._procs = {}, {}
-        for name, argv in commands.items():
-            folder = self._dirs[name] = directory / name
-            folder.mkdir()
-            argv = [arg.replace('{dir}', str(folder)) for arg in argv]
-            with open(folder / 'stdout', 'w') as out, open(folder / 'stderr', 'w') as err:
-                if fork:
-                    self._procs[name] = forked_task.start(argv, env or os.environ, out, cwd=ROOT)
-                else:
-                    self._procs[name] = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT,
-                                                         env=env)
+        for name in commands if ahead is None else ahead:
+            self._start(name)
+
+    def _start(self, name):
+        folder = self._dirs[name] = self._directory / name
+        folder.mkdir()
+        argv = [arg.replace('{dir}', str(folder)) for arg in self._commands[name]]
+        with open(folder / 'stdout', 'w') as out, open(folder / 'stderr', 'w') as err:
+            if self._fork:
+                self._procs[name] = forked_task.start(argv, self._env or os.environ, out,
+                                                      cwd=ROOT)
+            else:
+                self._procs[name] = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT,
+                                                     env=self._env)
 
     def result(self, name, timeout_s):
         """(exit status, stdout, stderr, folder) of `name` once it ended; past timeout_s it is
         killed and subprocess.TimeoutExpired raised."""
+        if name not in self._procs:
+            self._start(name)
         proc, folder = self._procs[name], self._dirs[name]
         try:
             proc.wait(timeout=timeout_s)
@@ -88,8 +97,19 @@ def reads(name):
     return mark
 
 
+def xdist_worker():
+    """Whether this process is a pytest-xdist worker: it runs only some of a module's tests,
+    which ones is not known ahead, while the other workers keep the other cores busy."""
+    return 'PYTEST_XDIST_WORKER' in os.environ
+
+
 def selected(request):
-    """The command names `reads` marked on the tests of this run in `request`'s module."""
+    """The command names `reads` marked on the tests of this run in `request`'s module: those
+    to start ahead of their tests (`Started`). None in a pytest-xdist worker: there a command
+    started ahead might be read by another worker's test only (and so run twice), and no core
+    is idle to run it beside this worker's tests; each starts when its test asks for it."""
+    if xdist_worker():
+        return []
     return sorted({getattr(item.function, 'started_command', None)
                    for item in request.session.items if item.module is request.module} - {None})
 
