@@ -2,13 +2,13 @@
 them, run unchanged through the `tfhp` command and end with its result line.
 
 Each line is shrunk by appending tfhp flags (a later flag wins): --image_size, --batch_size,
---num_batches, --num_warmup_batches, and --num_gpus=2 where a line asks for 8 GPUs (tfhp runs
---num_gpus towers on virtual CPU devices; 8 towers of vgg16 would not fit this machine's
-memory). GPU-only settings have CPU equivalents here: --all_reduce_spec=nccl becomes xring
-(tfhp refuses nccl with --device=cpu, exit 2), and data-format NCHW is dropped (the CPU build
-rejects it). ResNet-50 becomes lenet in the float16 lines, where this CPU has no fast float16
-filter-gradient kernel (15 s per resnet50 step at 32x32, 2 towers of 1 image), and in the XLA
-line (XLA takes ~40 s to compile resnet50's step on it).
+--num_batches (mostly 1), --num_warmup_batches (mostly 0), and --num_gpus=2 where a line asks
+for 8 GPUs (tfhp runs --num_gpus towers on virtual CPU devices; 8 towers of vgg16 would not fit
+this machine's memory). GPU-only settings have CPU equivalents here: --all_reduce_spec=nccl
+becomes xring (tfhp refuses nccl with --device=cpu, exit 2), and data-format NCHW is dropped
+(the CPU build rejects it). ResNet-50 becomes lenet in the float16 lines, where this CPU has
+no fast float16 filter-gradient kernel (15 s per resnet50 step at 32x32, 2 towers of 1 image),
+and in the XLA line (XLA takes ~40 s to compile resnet50's step on it).
 
 Most lines run in this process (`cli.main`, output captured); lines whose settings TensorFlow
 reads once per process (thread pools, --mkl's and --xla's environment) run as `python -m tfhp`,
@@ -27,7 +27,9 @@ from tests.pipelines import shapes
 from tfhp import cli
 from tfhp.runner import devices
 
-TINY = ['--image_size=32', '--batch_size=2', '--num_batches=2', '--num_warmup_batches=1',
+# One timed step and no warm-up: a result line needs no more, and on the big nets each step
+# more (a 25M-61M parameter update) was a tenth to a third of their line's time.
+TINY = ['--image_size=32', '--batch_size=2', '--num_batches=1', '--num_warmup_batches=0',
         '--display_every=1']
 
 # (source, the line as printed there, the flags appended here).
