@@ -37,7 +37,9 @@ def _started(tmp_path_factory):
         for run in (0, 1):
             commands['%s_%d' % (case, run)] = [sys.executable, '-m', 'tfhp'] + [
                 flag.replace('{data}', str(data)) for flag in _COMMON + flags]
-    processes = testing.Started(commands, tmp_path_factory.mktemp('runs'), fork=True)
+    # Under xdist each worker runs some of the cases: it starts a run when its test reads it.
+    processes = testing.Started(commands, tmp_path_factory.mktemp('runs'), fork=True,
+                                ahead=[] if testing.xdist_worker() else None)
     yield processes
     processes.end()
 
