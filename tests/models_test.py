@@ -154,8 +154,8 @@ def _nchw_builds(request):
     """{(name, data set): future `Built`} of the NCHW graphs this run's layout tests read,
     built in order in a second process (graph mode, as conftest sets this one up), started with
     this module's first test: building is Python on one core, so the other core builds the NCHW
-    graphs while this one builds the NHWC graphs of the count tests. None in a pytest-xdist
-    worker (`testing.selected`): the layout tests build their NCHW graphs in this process."""
+    graphs while this one builds the NHWC graphs of the count tests. Empty in a pytest-xdist
+    worker (`testing.xdist_worker`): the layout tests build their NCHW graphs in this process."""
     wanted = [(item.callspec.params['name'], _LAYOUT_TESTS[item.function.__name__])
               for item in request.session.items
               if item.module is request.module and item.function.__name__ in _LAYOUT_TESTS]
