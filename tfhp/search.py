@@ -117,11 +117,8 @@ class _Servers:
             self.log('could not release the ps tasks: %s' % told.stderr.strip()[-500:])
         codes = []
         for proc in self.procs.values():
-            try:
-                codes.append(proc.wait(bound_s))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append(proc.wait())
+            forked_task.wait_or_kill(proc, bound_s)
+            codes.append(proc.returncode)
         return codes
 
 
@@ -162,13 +159,7 @@ def search(points, tfhp_args, repeats=1, parallel=2, num_ps=1, timeout_s=1800.0,
             # start. Its output goes to a file, not a pipe nobody reads while it runs.
             with open(os.path.join(directory, 'worker_%d.log' % slot), 'w+') as output:
                 proc = forked_task.start(argv, env, output)
-                try:
-                    proc.wait(max(1.0, deadline - start))
-                    timed_out = False
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                    timed_out = True
+                timed_out = not forked_task.wait_or_kill(proc, max(1.0, deadline - start))
                 output.seek(0)
                 text = output.read()
             if timed_out:

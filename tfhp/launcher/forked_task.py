@@ -177,6 +177,18 @@ class ForkedTask:
         self.send_signal(signal.SIGKILL)
 
 
+def wait_or_kill(proc, timeout_s):
+    """Waits for `proc` (a Popen or a `ForkedTask`) up to timeout_s; past it, kills it and
+    waits. Returns whether it ended by itself (its status is then proc.returncode)."""
+    try:
+        proc.wait(timeout_s)
+        return True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+
+
 def start(argv, env, stdout, cwd=None, new_session=False, say=None):
     """Starts a task: through the forkserver env names (ENVIRONMENT_VARIABLE) where it can,
     else with subprocess.Popen. Its stderr goes where its stdout does.

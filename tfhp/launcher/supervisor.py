@@ -65,11 +65,7 @@ def _end_tasks(processes, grace_s):
     deadline = time.monotonic() + grace_s
     killed = []
     for task, proc in processes.items():
-        try:
-            proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if not forked_task.wait_or_kill(proc, max(0.0, deadline - time.monotonic())):
             killed.append(task)
     return killed
 
