@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tfhp import cli
+from tfhp import cli_flags
 from tfhp import flag_help
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,7 +67,8 @@ def test_short_run_prints_total_images_per_sec(tmp_path):
 def _help_groups():
     """[(title, [flag names])] as `tfhp --help` groups them, from the definitions."""
     return [(title, [f.name for f in group]) for title, group in flag_help.grouped(
-        cli.FLAGS.get_flags_for_module(cli.__name__), cli.HELP_GROUPS, hidden=cli.HIDDEN_FLAGS)]
+        cli.FLAGS.get_flags_for_module(cli_flags.__name__), cli_flags.HELP_GROUPS,
+        hidden=cli_flags.HIDDEN_FLAGS)]
 
 
 def test_flags_reference_lists_every_flag_in_its_help_group():
@@ -107,7 +109,7 @@ def test_help_lists_the_commands_own_flags_in_groups(command):
 def test_helpfull_stays_absls_full_list():
     proc = _run('--helpfull')
     assert proc.returncode == 1  # absl's
-    assert 'tfhp.cli:' in proc.stdout and '--flagfile' in proc.stdout
+    assert 'tfhp.cli_flags:' in proc.stdout and '--flagfile' in proc.stdout
     assert proc.stdout.count('--[no]fuse_batchnorm') == 1
 
 

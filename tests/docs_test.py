@@ -74,7 +74,7 @@ def _defined(relpath):
 
 
 def _tfhp_flags():
-    return _defined('tfhp/cli.py') | ABSL_BUILTINS
+    return _defined('tfhp/cli_flags.py') | ABSL_BUILTINS
 
 
 def _commands(relpath):

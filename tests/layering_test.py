@@ -13,10 +13,9 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py', 'tfhp/trace.py',
-                'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py', 'tfhp/predict.py',
-                'tfhp/reconnect.py',
-                'tfhp/ensemble/__main__.py'}
+ENTRY_POINTS = {'tfhp/cli.py', 'tfhp/cli_flags.py', 'tfhp/__main__.py', 'tfhp/data/__main__.py',
+                'tfhp/trace.py', 'tfhp/diagnose.py', 'tfhp/kernels.py', 'tfhp/calibrate.py',
+                'tfhp/predict.py', 'tfhp/reconnect.py', 'tfhp/ensemble/__main__.py'}
 # Floors, bottom first. A new module or subpackage takes its place here (the test says so).
 LAYERS = [
     # Pure helpers: the mode table, counters, process start-up, timings.
@@ -33,6 +32,8 @@ LAYERS = [
     # The one-process run (its own floors: RUNNER).
     ('tfhp.runner',),
     ('tfhp.cluster',),
+    # The tfhp command's flag definitions, read by the entry points above them.
+    ('tfhp.cli_flags',),
     # Entry points.
     ('tfhp.cli', 'tfhp.launch', 'tfhp.sweep', 'tfhp.kernels', 'tfhp.trace', 'tfhp.calibrate',
      'tfhp.predict'),

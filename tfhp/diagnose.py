@@ -44,6 +44,7 @@ from absl import flags
 from tfhp.runner import benchmark
 from tfhp.runner import resolve
 from tfhp import cli
+from tfhp import cli_flags
 from tfhp import compat
 from tfhp import compression
 from tfhp import config as config_lib
@@ -184,7 +185,7 @@ _MODEL_FLAGS = ('batch_size', 'image_size', 'data_name', 'num_classes', 'data_fo
 def task_args(values, seed):
     """The benchmark flags given on the command line, as every task of the job gets them, and
     --tf_random_seed=seed."""
-    return [f.serialize() for f in values.get_flags_for_module(cli)
+    return [f.serialize() for f in values.get_flags_for_module(cli_flags)
             if f.present and f.name not in _NOT_FOR_TASKS] + ['--tf_random_seed=%d' % seed]
 
 
