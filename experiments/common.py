@@ -44,7 +44,7 @@ def run_cluster(num_ps, num_workers, tfhp_args, timeout_s=600.0, link_bandwidth=
                 ps_link_bandwidth=None, link_options=None, colocate_ps=False):
     """Runs one job, every task its own process (`tfhp.launcher.local_job.launch_job`), on
     loopback or on emulated links of the given rates that behave as `link_options` says
-    (`tfhp.launcher.links.LinkOptions`; None: its defaults), with colocate_ps ps task k on
+    (`tfhp.launcher.link_config.LinkOptions`; None: its defaults), with colocate_ps ps task k on
     worker k's host.
 
     On links, every task's NIC counters are also sampled while the job runs

@@ -42,6 +42,7 @@ from tfhp import modes
 from tfhp import provenance
 from tfhp.emulation import profile as profile_lib
 from tfhp.launcher import link_probe
+from tfhp.launcher import link_config
 from tfhp.launcher import links
 from tfhp.prediction import placement
 from tfhp.prediction import step_model
@@ -89,7 +90,7 @@ def goodput_bps(rate, probes=3, options=None):
     of `rate` that behave as `options` says (`link_probe.measure`): the median of `probes`
     probes, since one probe taken just after the floor jobs once read 87.4% of the rate where
     every other read 95.6%."""
-    with links.EmulatedNetwork([('ps', 0), ('worker', 0)], links.parse_rate(rate),
+    with links.EmulatedNetwork([('ps', 0), ('worker', 0)], link_config.parse_rate(rate),
                                options=options) as network:
         return statistics.median(link_probe.measure(network, ('worker', 0), ('ps', 0)).goodput_bps
                                  for _ in range(probes))

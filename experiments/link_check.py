@@ -20,6 +20,7 @@ from experiments import frame
 from experiments import stats
 from tfhp import timing
 from tfhp.launcher import link_probe
+from tfhp.launcher import link_config
 from tfhp.launcher import links
 
 FLAGS = flags.FLAGS
@@ -49,7 +50,7 @@ def summarise(rate, rate_bps, forward, backward):
 
 def check(rate):
     """The record of one rate: configured and measured Mbit/s each way, --repeats times."""
-    rate_bps = links.parse_rate(rate)
+    rate_bps = link_config.parse_rate(rate)
     forward, backward = [], []
     with links.EmulatedNetwork(_TASKS, rate_bps) as network:
         for _ in range(FLAGS.repeats):
@@ -68,7 +69,7 @@ def study():
     """
     try:
         for rate in FLAGS.rates:  # Every rate is checked before the first is measured.
-            links.parse_rate(rate)
+            link_config.parse_rate(rate)
         links.check_available()
     except ValueError as e:  # LinksUnavailable is one
         print('link_check: %s' % e, file=sys.stderr)

@@ -1,27 +1,28 @@
 """The flags of how emulated links behave, for the studies that run jobs on them: the rows of
-`tfhp.launcher.links.OPTIONS` that set `LinkOptions` (`links.SETTINGS`), as the launcher's
-options are."""
+`tfhp.launcher.link_config.OPTIONS` that set `LinkOptions` (`link_config.SETTINGS`), as the
+launcher's options are."""
 from absl import flags
 
+from tfhp.launcher import link_config
 from tfhp.launcher import links
 
 FLAGS = flags.FLAGS
 
 
 def define():
-    """Defines --link_port_buffer and --link_congestion_control (`links.SETTINGS`)."""
-    for name in links.SETTINGS:
-        text = links.OPTIONS[name]
+    """Defines --link_port_buffer and --link_congestion_control (`link_config.SETTINGS`)."""
+    for name in link_config.SETTINGS:
+        text = link_config.OPTIONS[name]
         flags.DEFINE_string(name, None, text[0].upper() + text[1:] + '.')
 
 
 def options():
-    """The jobs' `links.LinkOptions`, from the flags.
+    """The jobs' `link_config.LinkOptions`, from the flags.
 
     Raises:
       ValueError: a value that cannot work, naming its flag.
     """
-    return links.link_options({name: FLAGS[name].value for name in links.SETTINGS})
+    return link_config.parse({name: FLAGS[name].value for name in link_config.SETTINGS})
 
 
 def record(link_options):

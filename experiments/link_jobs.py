@@ -28,7 +28,7 @@ from tfhp import compression
 from tfhp import config as config_lib
 from tfhp import modes
 from tfhp.emulation import profile as profile_lib
-from tfhp.launcher import links
+from tfhp.launcher import link_config
 from tfhp.launcher import plan
 from tfhp.profiling import link_bound
 
@@ -122,7 +122,7 @@ def transfer_args(spec):
     sizes = (('ps_chunk_bytes', chunk), ('ps_window_bytes', window),
              ('layer_slice_bytes', layer_slice))
     try:
-        args.extend('--%s=%d' % (flag, links.parse_size(size)) for flag, size in sizes
+        args.extend('--%s=%d' % (flag, link_config.parse_size(size)) for flag, size in sizes
                     if size is not None)
     except ValueError as e:
         raise ValueError('transfer %r: %s' % (spec, e)) from None
@@ -227,11 +227,11 @@ def figures(summary, results, num_ps, num_workers, tfhp_args, colocated_ps=False
 def measure(labels, num_ps, num_workers, tfhp_args, rate, seed, ps_rate=None,
             timeout_s=1200.0, link_options=None, colocate_ps=False):
     """Runs one job with seed on links of `rate` ('loopback': none) that behave as
-    `link_options` says (None: `links.LinkOptions()`), ps task k on worker k's host with
+    `link_options` says (None: `link_config.LinkOptions()`), ps task k on worker k's host with
     colocate_ps; returns its record."""
     args = list(tfhp_args) + ['--tf_random_seed=%d' % seed]
     shaped = rate != 'loopback'
-    link_options = link_options or links.LinkOptions()
+    link_options = link_options or link_config.LinkOptions()
     run = common.run_cluster(num_ps, num_workers, args, timeout_s=timeout_s,
                              link_bandwidth=rate if shaped else None,
                              ps_link_bandwidth=ps_rate if shaped else None,

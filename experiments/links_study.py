@@ -55,6 +55,7 @@ from experiments import stats
 from tfhp import compression
 from tfhp import modes
 from tfhp import provenance
+from tfhp.launcher import link_config
 from tfhp.launcher import links
 
 FLAGS = flags.FLAGS
@@ -280,7 +281,7 @@ def _check_flags():
                              % FLAGS.backup_workers)
     for rate in FLAGS.rates + FLAGS.backup_rates + [FLAGS.modes_rate, FLAGS.precision_rate]:
         if rate != 'loopback':
-            links.parse_rate(rate)
+            link_config.parse_rate(rate)
     link_flags.options()
 
 

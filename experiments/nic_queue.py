@@ -24,7 +24,7 @@ from experiments import frame
 from experiments.figures import phases
 from tfhp import provenance
 from tfhp.emulation import profile as profile_lib
-from tfhp.launcher import links
+from tfhp.launcher import link_config
 from tfhp.prediction import step_model
 from tfhp.profiling import capture
 from tfhp.profiling import worker_phases
@@ -56,7 +56,7 @@ def measure(profile, trace_dir):
     if len(rows) != FLAGS.num_workers:
         raise RuntimeError('%d of %d workers wrote a trace' % (len(rows), FLAGS.num_workers))
     cluster = step_model.Cluster(num_workers=FLAGS.num_workers, num_ps=1,
-                                 nic_bps=links.parse_rate(FLAGS.rate))
+                                 nic_bps=link_config.parse_rate(FLAGS.rate))
     predicted = step_model.predict(profile, cluster, apply_s=profile.apply_s).step_s
     ends = sorted(r.pull[1] for r in rows)
     record = dict(study='nic_queue', link_queue='fair', model=profile.model,

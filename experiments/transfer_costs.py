@@ -41,6 +41,7 @@ import tensorflow.compat.v1 as tf
 from experiments import common
 from experiments import frame
 from tfhp import compat
+from tfhp.launcher import link_config
 from tfhp.launcher import links
 from tfhp.launcher import plan
 
@@ -213,7 +214,7 @@ def _inside_emulated_links():
     """Runs this study again in the worker's namespace of a two-task emulated network, the ps
     child in the ps's; returns its exit status."""
     ps, worker = ('ps', 0), ('worker', 0)
-    with links.EmulatedNetwork([ps, worker], links.parse_rate(FLAGS.link_rate)) as network:
+    with links.EmulatedNetwork([ps, worker], link_config.parse_rate(FLAGS.link_rate)) as network:
         hosts = '%s,%s,%s' % (network.hosts('ps')[0], network.hosts('worker')[0],
                               network.namespace(ps))
         argv = [sys.executable, '-m', 'experiments.transfer_costs'] + sys.argv[1:] + [

@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from tfhp.launcher import links
+from tfhp.launcher import link_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = ['README.md'] + sorted(
@@ -68,8 +68,8 @@ def _defined(relpath):
     text = _read(relpath)
     names = (set(re.findall(r"DEFINE_\w+\(\s*'(\w+)'", text)) |
              set(re.findall(r"add_argument\(\s*'--(\w+)'", text)))
-    if 'links.OPTIONS.items()' in text:  # the links' options, from their one table
-        names |= set(links.OPTIONS)
+    if 'link_config.OPTIONS.items()' in text:  # the links' options, from their one table
+        names |= set(link_config.OPTIONS)
     return names
 
 

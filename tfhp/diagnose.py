@@ -52,6 +52,7 @@ from tfhp.config import paths
 from tfhp.data import info as data_info
 from tfhp.launcher import cpu_load
 from tfhp.launcher import link_traffic
+from tfhp.launcher import link_config
 from tfhp.launcher import links as links_lib
 from tfhp.launcher import local_job
 from tfhp.launcher import plan
@@ -74,11 +75,11 @@ flags.DEFINE_string('figure_data', None, 'Also write the figure\'s numbers (self
 flags.DEFINE_integer('num_worker_tasks', 0, 'Cluster mode: diagnose a job of this many worker '
                      'tasks on this machine (0: one process).')
 flags.DEFINE_integer('num_ps_tasks', 1, 'Cluster mode: ps tasks of the job.')
-# The rates, as the launcher's options are (`links.OPTIONS`).
+# The rates, as the launcher's options are (`link_config.OPTIONS`).
 flags.DEFINE_string('link_bandwidth', None,
-                    'Cluster mode: %s.' % links_lib.OPTIONS['link_bandwidth'])
+                    'Cluster mode: %s.' % link_config.OPTIONS['link_bandwidth'])
 flags.DEFINE_string('ps_link_bandwidth', None,
-                    'Cluster mode: %s.' % links_lib.OPTIONS['ps_link_bandwidth'])
+                    'Cluster mode: %s.' % link_config.OPTIONS['ps_link_bandwidth'])
 flags.DEFINE_float('job_timeout_s', 900.0, 'Cluster mode: bound on each job.')
 flags.DEFINE_integer('repeats', 1, 'Cluster mode: run the jobs this many times (seeds '
                      '--tf_random_seed + r) and report each figure as median [min-max].')
@@ -282,7 +283,7 @@ def diagnose_cluster(values, num_ps, num_workers, link_bandwidth, ps_link_bandwi
         raise config_lib.ConfigError('--repeats=%d: must be at least 1' % repeats)
     try:  # before any work: a bad rate, or a machine that cannot make links
         for rate in filter(None, (link_bandwidth, ps_link_bandwidth)):
-            links_lib.parse_rate(rate)
+            link_config.parse_rate(rate)
         links_lib.check_available()
     except ValueError as e:
         raise config_lib.ConfigError(str(e)) from None

@@ -27,7 +27,7 @@ import sys
 from tfhp import timing
 from tfhp.launcher import cpu_load
 from tfhp.launcher import faults
-from tfhp.launcher import links
+from tfhp.launcher import link_config
 from tfhp.launcher import local_job
 from tfhp.launcher import plan
 from tfhp.launcher import progress_log
@@ -60,7 +60,7 @@ def _parse(argv):
                         help='on links, run ps task k on worker k\'s host, sharing its NIC '
                         '(servers beside the workers, as BytePS places them; needs '
                         '--link_bandwidth and --num_ps <= --num_workers)')
-    for name, text in links.OPTIONS.items():
+    for name, text in link_config.OPTIONS.items():
         parser.add_argument('--' + name, default=None, help=text)
     parser.add_argument('--inject', action='append', default=[], metavar='KIND:TASK@STEP',
                         help='inject a fault when the chief reaches a global step: '
@@ -79,11 +79,11 @@ def _parse(argv):
         parser.error('--max_restarts must be >= 0')
     if args.ps_link_bandwidth and not args.link_bandwidth:
         parser.error('--ps_link_bandwidth needs --link_bandwidth')
-    for option in links.SETTINGS:
+    for option in link_config.SETTINGS:
         if getattr(args, option) is not None and not args.link_bandwidth:
             parser.error('--%s needs --link_bandwidth' % option)
     try:
-        args.link_options = links.link_options(vars(args))
+        args.link_options = link_config.parse(vars(args))
     except ValueError as e:
         parser.error(str(e))
     try:

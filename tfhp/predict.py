@@ -27,7 +27,7 @@ from tfhp import flag_help
 from tfhp import modes
 from tfhp import plots
 from tfhp.emulation import profile as profile_lib
-from tfhp.launcher import links
+from tfhp.launcher import link_config
 
 FLAGS = flags.FLAGS
 
@@ -69,10 +69,10 @@ def main(argv):
         profile = profile_lib.load(FLAGS.profile)
         records = grid.records(
             profile, [int(w) for w in FLAGS.workers], [int(k) for k in FLAGS.ps],
-            [(rate, links.parse_rate(rate)) for rate in FLAGS.rates],
+            [(rate, link_config.parse_rate(rate)) for rate in FLAGS.rates],
             FLAGS.variable_update, FLAGS.towers_per_worker,
-            links.parse_rate(FLAGS.bus_rate) if FLAGS.bus_rate else None,
-            links.parse_rate(FLAGS.ps_rate) if FLAGS.ps_rate else None,
+            link_config.parse_rate(FLAGS.bus_rate) if FLAGS.bus_rate else None,
+            link_config.parse_rate(FLAGS.ps_rate) if FLAGS.ps_rate else None,
             FLAGS.cross_replica_sync, FLAGS.protocol_ms / 1000.0,
             FLAGS.fusion_bucket_bytes, FLAGS.partition_min_bytes,
             FLAGS.colocate_ps)

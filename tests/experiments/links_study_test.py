@@ -17,7 +17,7 @@ from experiments import link_jobs
 from experiments import links_report
 from experiments import links_study
 from experiments import stats
-from tfhp.launcher import links
+from tfhp.launcher import link_config
 
 ROOT = common.REPO_ROOT
 
@@ -143,7 +143,7 @@ def test_a_transfer_spec_sizes_a_pipelined_transfers_chunks_and_window():
 def test_rows_and_plot_paths():
     assert len(links_study.saturation_rows(['trivial'], ['1gbit', 'loopback'], [1, 2], [1, 2, 4],
                                            2, 1)) == 12
-    cubic = links.LinkOptions(congestion_control='cubic')
+    cubic = link_config.LinkOptions(congestion_control='cubic')
     [row] = links_study.saturation_rows(['null_dense'], ['1gbit'], [3], [2], 2, 1,
                                         transfers=[link_jobs.PIPELINED], link_options=cubic)
     labels, num_ps, num_workers, args, rate = row.args

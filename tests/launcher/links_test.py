@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tfhp.launcher import link_probe
+from tfhp.launcher import link_config
 from tfhp.launcher import links
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,14 +25,14 @@ TEST_PREFIX = 'tfhptest-'
     ('1.5Gbit', 1.5e9), ('2gibit', 2 * 1024 ** 3), ('3kibps', 3 * 8 * 1024), ('1000', 1e3),
     ('1e3kbit', 1e6), (' 10 mbit ', 1e7)])
 def test_parse_rate_follows_tc_units(text, bps):
-    assert links.parse_rate(text) == bps
+    assert link_config.parse_rate(text) == bps
 
 
 @pytest.mark.parametrize('text', ['', 'fast', '0mbit', '-1mbit', '1 gigabit', 'nan', 'inf',
                                   'mbit', '1e', '1mbit/s'])
 def test_parse_rate_refuses_what_is_no_rate_naming_it(text):
     with pytest.raises(ValueError, match='%r is not a rate' % text):
-        links.parse_rate(text)
+        link_config.parse_rate(text)
 
 
 def _fake_commands(monkeypatch, fail=None):
@@ -101,7 +102,7 @@ def test_subnet_avoids_the_hosts_routes(monkeypatch):
     (dict(rate_bps=1e8, task_rates_bps={('ps', 0): 1e9}),
      r"not in the network: \[\('ps', 0\)\]"),
     # The host's offer is faked below: machines differ in what they build in and allow.
-    (dict(rate_bps=1e8, options=links.LinkOptions(congestion_control='dctcp')),
+    (dict(rate_bps=1e8, options=link_config.LinkOptions(congestion_control='dctcp')),
      r"congestion_control \(--link_congestion_control\) is 'dctcp'; this host lets a "
      r"namespace choose reno, cubic \(net.ipv4.tcp_allowed_congestion_control"),
 ])
@@ -119,13 +120,13 @@ def test_network_refuses_bad_arguments_before_creating_anything(monkeypatch, kwa
      r"congestion_control \(--link_congestion_control\) is 'cubic; reboot'; it must name")])
 def test_link_options_refuse_what_cannot_work_naming_it(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        links.LinkOptions(**kwargs)
+        link_config.LinkOptions(**kwargs)
 
 
 @pytest.mark.parametrize('text, size', [('1.25mb', 1310720), ('256kb', 262144), ('300000', 300000),
                                         ('2M', 2097152), ('70000b', 70000)])
 def test_parse_size_follows_tc_units(text, size):
-    assert links.parse_size(text) == size
+    assert link_config.parse_size(text) == size
 
 
 def test_cleanup_stale_deletes_only_dead_creators_namespaces(monkeypatch):
@@ -273,7 +274,7 @@ def test_a_slow_hosts_upload_queues_hold_what_tcp_may_put_there(links_available)
 
 def test_link_options_size_the_ports(links_available):
     ps, w0 = ('ps', 0), ('worker', 0)
-    options = links.link_options({'link_port_buffer': '1.25mb'})
+    options = link_config.parse({'link_port_buffer': '1.25mb'})
     with links.EmulatedNetwork([w0, ps], rate_bps=1e8, options=options) as network:
         for task in network.tasks:
             # 1.25 MiB, 100 ms at 100 Mbit/s; the default would be 20 ms (250 KB).
@@ -289,8 +290,9 @@ def test_link_options_set_each_tasks_congestion_control(links_available):
     other = next((c for c in offered if c != links.congestion_control()), None)
     if other is None:
         pytest.skip('this host allows one TCP congestion control only: %s' % offered)
+    options = link_config.LinkOptions(congestion_control=other)
     with links.EmulatedNetwork([('ps', 0), ('worker', 0)], rate_bps=1e8,
-                               options=links.LinkOptions(congestion_control=other)) as network:
+                               options=options) as network:
         for task in network.tasks:
             argv = ['ip', 'netns', 'exec', network.namespace(task), 'cat',
                     '/proc/sys/net/ipv4/tcp_congestion_control']

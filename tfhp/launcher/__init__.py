@@ -7,6 +7,7 @@ studies use. Imports no TensorFlow, and nothing of the task runtime (`tfhp.clust
   figures.py       the job's figures from its workers' results, and its link report
   hand_started.py  tasks started one by one, as on separate machines (fault studies)
   links.py         emulated links: a network namespace and a shaped NIC per task
+  link_config.py   what links are set with: their options (one table), rates and sizes parsed
   private_net.py   a loopback job's own network namespace: only its tasks reach its servers
   link_probe.py    measures what an emulated link carries
   link_traffic.py  bytes each NIC moved in the timed steps, sampled while a job runs

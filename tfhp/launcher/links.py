@@ -19,17 +19,18 @@ fq_codel, and a multi-queue NIC that hashes flows to queues it serves in turn. S
 W workers their weights at once, they arrive together. Unlike fq_codel the queues drop by
 length, not by delay (this kernel has no codel module). (tbf's one queue, where the TCP flow
 that opened first kept most of the link, was `--link_queue=fifo` until commit 52a41b8.)
-A task's download (the switch port) is one FIFO queue, as a switch's port is, of
-20 ms of the rate unless `LinkOptions.port_buffer_bytes` sizes it as a switch's buffer is sized,
+A task's download (the switch port) is one FIFO queue, as a switch's port is, of 20 ms of the
+rate unless `link_config.LinkOptions.port_buffer_bytes` sizes it as a switch's buffer is sized,
 in bytes. Where many senders meet one receiver (W workers pushing to a ps) that port overflows
 (incast): 16 workers pushing into a 100 Mbit/s ps port of 250 KB (20 ms) ran steps 23% longer
 than the step model's, losing hundreds of packets a step; with 1.25 MB, within 5% of it
 (docs/results.md). A sender whose loss only a timeout reveals idles for its retransmission
 timeout, at least 200 ms on Linux where a round trip here is under 1 ms (a lower floor, as data
 centres set against incast, cut no step of the job above: `--link_rto_min_ms` until commit
-52a41b8). `losses` counts the drops and the timeouts. Each namespace's TCP congestion control is the host's default (here
-BBR) unless `LinkOptions.congestion_control` sets another (the pipelined push-pull's steps were
-0-8% shorter with CUBIC at 1 Gbit/s; docs/results.md).
+52a41b8). `losses` counts the drops and the timeouts. Each namespace's TCP congestion control
+is the host's default (here BBR) unless `link_config.LinkOptions.congestion_control` sets
+another (the pipelined push-pull's steps were 0-8% shorter with CUBIC at 1 Gbit/s;
+docs/results.md). The options and their parsing live in `tfhp.launcher.link_config`.
 
 The bridge lives in a namespace of its own (the hub), not in the host's: nothing of a job touches
 the host's network (no interface, route or bridge-netfilter rule there), every job may use any
@@ -45,7 +46,6 @@ still holds a process lives on, unnamed, until that process exits.
 Imports no TensorFlow: the launcher, which imports none, uses it.
 """
 import contextlib
-import dataclasses
 import ipaddress
 import json
 import os
@@ -54,7 +54,8 @@ import secrets
 import shutil
 import signal
 import subprocess
-from typing import Optional
+
+from tfhp.launcher import link_config
 
 PREFIX = 'tfhp-'
 PORT = 2222  # Every task has its own address and port space, so one fixed port serves all.
@@ -80,124 +81,16 @@ _HTB_BURST = '1mb'
 # Below this the 64 KiB burst is over half a second of the link: no longer a shaped link.
 MIN_RATE_BPS = 1e6
 
-# tc's rate units (tc(8), "RATES"), matched without regard to case like tc does: *bit are bits
-# per second, *bps are BYTES per second ("mbps" is 8 000 000 bit/s); k, m, g, t are powers of
-# 1000 and ki, mi, gi, ti powers of 1024. A bare number is bits per second.
-_UNITS = dict([('', 1), ('bit', 1), ('bps', 8)] + [
-    (prefix + unit, scale * base ** power)
-    for power, (si, iec) in enumerate([('k', 'ki'), ('m', 'mi'), ('g', 'gi'), ('t', 'ti')], 1)
-    for prefix, base in ((si, 1000), (iec, 1024))
-    for unit, scale in (('bit', 1), ('bps', 8))])
-_SIZE_UNITS = {'': 1, 'b': 1, 'k': 1024, 'kb': 1024, 'm': 1024 ** 2, 'mb': 1024 ** 2}
-_SIZE = re.compile(r'^\s*(\d+(?:\.\d*)?)\s*([a-z]*)\s*$', re.IGNORECASE)
-# A 64 KiB GSO packet counts as its 45 frames and their headers (qdisc_pkt_len): a port that
-# cannot hold one drops it every time.
-MIN_PORT_BUFFER_BYTES = 70000
 # A host's upload queue holds at least what TCP small queues lets the connections to one peer
 # put in it, two GSO packets each, and there are two (each task opens one to the other): below
 # that, the host dropped its own packets. resnet20 at 60 Mbit/s (20 ms: 150 KB) lost 80-960
 # a job and resent as many (docs/results.md). A NIC's queue is deeper still: a txqueuelen of
 # 1000 packets.
-MIN_HOST_QUEUE_BYTES = 4 * MIN_PORT_BUFFER_BYTES
-_RATE = re.compile(r'^\s*(\d+(?:\.\d*)?(?:e\d+)?)\s*([a-z]*)\s*$', re.IGNORECASE)
+MIN_HOST_QUEUE_BYTES = 4 * link_config.MIN_PORT_BUFFER_BYTES
 
 
 class LinksUnavailable(ValueError):
     """This machine cannot emulate links; the message is one line naming what is missing."""
-
-
-@dataclasses.dataclass(frozen=True)
-class LinkOptions:
-    """How the emulated hosts and switch behave, beyond the rates (module doc).
-
-    Attributes:
-      port_buffer_bytes: each switch port's queue (a task's download), bytes; None: 20 ms of
-        the task's rate. At least one 64 KiB GSO packet and its headers.
-      congestion_control: the TCP congestion control of every task's connections, one the
-        host lets a namespace choose (/proc/sys/net/ipv4/tcp_allowed_congestion_control:
-        'cubic', 'reno', 'bbr'...); None: the host's default, which each namespace inherits.
-    Raises:
-      ValueError: a value that cannot work; the message names the attribute and the
-        launcher's flag for it.
-    """
-    port_buffer_bytes: Optional[int] = None
-    congestion_control: Optional[str] = None
-
-    def __post_init__(self):
-        if self.port_buffer_bytes is not None and self.port_buffer_bytes < MIN_PORT_BUFFER_BYTES:
-            raise ValueError('port_buffer_bytes (--link_port_buffer) is %r; a port must hold at '
-                             'least %d bytes (a 64 KiB GSO packet as its frames), or None for '
-                             '20 ms of the rate'
-                             % (self.port_buffer_bytes, MIN_PORT_BUFFER_BYTES))
-        if self.congestion_control is not None and not re.fullmatch(
-                r'[a-z0-9_]+', str(self.congestion_control)):
-            raise ValueError('congestion_control (--link_congestion_control) is %r; it must '
-                             'name one of the kernel\'s algorithms, e.g. cubic, or be None for '
-                             'the host\'s default' % (self.congestion_control,))
-
-
-# The options of emulated links, each defined once: the launcher's argparse options, the absl
-# flags of tfhp.diagnose and of the studies (experiments/link_flags.py) are made from these rows.
-# {the option without '--': its help}; every default is None (loopback, or the kernel's).
-OPTIONS = {
-    'link_bandwidth': 'every task\'s NIC rate, in a network namespace of its own, shaped both '
-                      'ways (tc rates: 1gbit, 200mbit; needs root and iproute2)',
-    'ps_link_bandwidth': 'the ps tasks\' NIC rate (default: --link_bandwidth)',
-    'link_port_buffer': 'each switch port\'s queue (a task\'s download) in bytes, tc sizes: '
-                        '1.25mb, 256kb (default: 20 ms of the rate). Where W workers push to '
-                        'one ps a shallow port overflows (incast)',
-    'link_congestion_control': 'the tasks\' TCP congestion control on links, one the kernel '
-                               'offers: cubic, reno, bbr (default: the host\'s). BBR flows that '
-                               'share a ps port and idle between chunks use less of it',
-}
-# The OPTIONS that set LinkOptions (`link_options`); the others are the rates.
-SETTINGS = ('link_port_buffer', 'link_congestion_control')
-
-
-def link_options(values):
-    """The LinkOptions of option values, {option name: its text or None}.
-
-    Raises:
-      ValueError: a value that cannot work, naming its option.
-    """
-    buffer = values.get('link_port_buffer')
-    return LinkOptions(port_buffer_bytes=parse_size(buffer) if buffer else None,
-                       congestion_control=values.get('link_congestion_control'))
-
-
-def _quantity(text, pattern, units, what, hint):
-    """The number of `text` times its unit's scale in `units` (any case); ValueError '<text> is
-    not <what>: <hint>' where `text` is no positive number with one of those units."""
-    match = pattern.match(str(text))
-    unit = match.group(2).lower() if match else None
-    if unit not in units or float(match.group(1)) <= 0:
-        raise ValueError('%r is not %s: %s' % (text, what, hint))
-    return float(match.group(1)) * units[unit]
-
-
-def parse_size(text):
-    """Bytes of a tc-style size: '1.25mb', '256kb', '300000' (tc(8), "SIZES": k, kb, m, mb are
-    powers of 1024 bytes; a bare number or b is bytes).
-
-    Raises:
-      ValueError: `text` is not such a size; the message names it.
-    """
-    return int(_quantity(text, _SIZE, _SIZE_UNITS, 'a size', 'use a positive number of bytes, '
-                         'or with k/kb or m/mb (KiB, MiB), e.g. 1.25mb'))
-
-
-def parse_rate(text):
-    """Bits per second of a tc-style rate: '1gbit', '200mbit', '500kbit', '100mbps' (bytes/s).
-
-    Args:
-      text: a positive number with one of tc's units (see `_UNITS`); case does not matter.
-    Returns:
-      The rate in bits per second, a float.
-    Raises:
-      ValueError: `text` is not such a rate; the message names it.
-    """
-    return _quantity(text, _RATE, _UNITS, 'a rate', 'use a positive number and a tc unit, '
-                     'e.g. 200mbit, 1gbit, 500kbit, or 100mbps for megabytes per second')
 
 
 def _run(argv):
@@ -432,11 +325,11 @@ class EmulatedNetwork:
         Args:
           tasks: (job, index) pairs, e.g. [('ps', 0), ('worker', 0), ('worker', 1)].
           rate_bps: each task's link rate in bits per second, both directions
-            (e.g. `parse_rate('1gbit')`).
+            (e.g. `link_config.parse_rate('1gbit')`).
           task_rates_bps: {(job, index): bits per second} for tasks whose link differs
             (e.g. the ps tasks').
           prefix: start of every namespace name; `cleanup_stale` matches on it.
-          options: `LinkOptions` (None: the defaults).
+          options: `link_config.LinkOptions` (None: the defaults).
         Raises:
           ValueError: a rate below MIN_RATE_BPS or for a task not in `tasks`, a task given
             twice, over 253 tasks, or a congestion control the kernel does not offer.
@@ -444,7 +337,7 @@ class EmulatedNetwork:
         """
         self.tasks = [tuple(t) for t in tasks]
         task_rates_bps = task_rates_bps or {}
-        self.options = options or LinkOptions()
+        self.options = options or link_config.LinkOptions()
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError('tasks must be distinct: %s' % (self.tasks,))
         if set(task_rates_bps) - set(self.tasks):

@@ -11,6 +11,7 @@ import time
 
 from tfhp.launcher import cpu_load
 from tfhp.launcher import figures
+from tfhp.launcher import link_config
 from tfhp.launcher import links
 from tfhp.launcher import plan
 from tfhp.launcher import private_net
@@ -33,8 +34,8 @@ def _network(tasks, link_bandwidth, ps_link_bandwidth, link_options, colocate_ps
                          'share the workers\' NICs')
     if not link_bandwidth:
         return None
-    rate = links.parse_rate(link_bandwidth)
-    ps_rate = links.parse_rate(ps_link_bandwidth) if ps_link_bandwidth else rate
+    rate = link_config.parse_rate(link_bandwidth)
+    ps_rate = link_config.parse_rate(ps_link_bandwidth) if ps_link_bandwidth else rate
     links.check_available()
     links.cleanup_stale()  # namespaces of launchers that were killed
     hosts = [t for t in tasks if not (colocate_ps and t[0] == 'ps')]
@@ -92,7 +93,7 @@ def launch_job(num_ps, num_workers, tfhp_args, timeout_s=600.0, keep_going=False
         then says once), or a tc rate ('1gbit'): every task gets a network namespace and a
         NIC of that rate (`tfhp.launcher.links`). Namespaces are removed when the job ends.
       ps_link_bandwidth: the ps tasks' NIC rate (default: link_bandwidth).
-      link_options: on links, how the hosts and the switch behave (`links.LinkOptions`;
+      link_options: on links, how the hosts and the switch behave (`link_config.LinkOptions`;
         None: its defaults).
       colocate_ps: on links, ps task k runs on worker k's host and shares its NIC (BytePS's
         servers beside the workers: with a ps task per worker, each NIC carries 2(W-1)/W of
