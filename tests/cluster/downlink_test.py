@@ -38,7 +38,7 @@ class _Job:
         self.graph = tf.Graph()
         with self.graph.as_default(), self.graph.container(container):
             with tf.device(PS):
-                global_step = tf.train.get_or_create_global_step()
+                tf.train.get_or_create_global_step()  # the step increments it
             sync = sync_replicas.SyncReplicas(None, WORKER, 1, 1, is_chief=True)
             deltas = downlink.Downlink(compression.get(scheme)) if scheme else None
             manager = distributed_replicated.DistributedReplicated(
