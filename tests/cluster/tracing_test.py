@@ -10,7 +10,7 @@ import tensorflow.compat.v1 as tf
 
 from tfhp import session as session_lib
 from tfhp.cluster import task_session
-from tfhp.cluster import worker
+from tfhp.cluster import tracing
 from tfhp.config import profile as profile_lib
 from tfhp.ops import session_hooks
 from tfhp.profiling import capture
@@ -59,14 +59,15 @@ def _cfg(task_index, trace_file, partitioned=None):
 
 
 def test_every_worker_traces_the_step_and_the_chief_writes_it(tmp_path):
-    assert not worker._tracing(_cfg(0, None), print, [], None)  # no --trace_file: no traced step
+    # No --trace_file: no traced step.
+    assert not tracing.step_tracing(_cfg(0, None), print, [], None)
     _, metadata, _ = _traced_run()
     for task_index in (0, 1):
         path = str(tmp_path / ('%d.json' % task_index))
         lines = []
-        tracing = worker._tracing(_cfg(task_index, path), lines.append, [], None)
-        assert tracing['trace_step'] == 3  # each worker runs the extra step: in pairs
-        tracing['on_trace'](3, metadata)
+        traced = tracing.step_tracing(_cfg(task_index, path), lines.append, [], None)
+        assert traced['trace_step'] == 3  # each worker runs the extra step: in pairs
+        traced['on_trace'](3, metadata)
         written = os.path.exists(path) and os.path.exists(path + capture.RUN_METADATA_SUFFIX)
         assert written == (task_index == 0) and bool(lines) == (task_index == 0)
     assert capture.load_run_metadata(str(tmp_path / '0.json') + capture.RUN_METADATA_SUFFIX)
@@ -76,7 +77,7 @@ def test_with_task_in_the_path_every_worker_writes_its_own_trace(tmp_path):
     _, metadata, _ = _traced_run()
     path = str(tmp_path / 'step.{task}.json')
     for task_index in (0, 1, 2):
-        worker._tracing(_cfg(task_index, path), print, [], None)['on_trace'](3, metadata)
+        tracing.step_tracing(_cfg(task_index, path), print, [], None)['on_trace'](3, metadata)
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == ['step.%d.json%s' % (i, s) for i in (0, 1, 2)
                        for s in ('', capture.RUN_METADATA_SUFFIX)]
@@ -88,10 +89,10 @@ def test_the_traced_step_writes_its_partition_graphs_chief_or_each_worker(tmp_pa
     for prefix, writers in (('chief.pbtxt', [0]), ('w{task}.pbtxt', [0, 1])):
         for task_index in (0, 1):
             # Without --trace_file the extra step runs for the graphs alone.
-            tracing = worker._tracing(_cfg(task_index, None, str(tmp_path / prefix)), print,
-                                      [], None)
-            assert tracing['trace_step'] == 3
-            tracing['on_trace'](3, metadata)
+            traced = tracing.step_tracing(_cfg(task_index, None, str(tmp_path / prefix)),
+                                          print, [], None)
+            assert traced['trace_step'] == 3
+            traced['on_trace'](3, metadata)
         stem = prefix.split('.')[0].replace('{task}', '%d')
         expected = {(stem % i if '%d' in stem else stem) + d + '.pbtxt'
                     for i in writers for d in devices}
@@ -100,10 +101,10 @@ def test_the_traced_step_writes_its_partition_graphs_chief_or_each_worker(tmp_pa
 
 
 def test_the_chief_writes_an_output_and_with_task_in_its_path_every_worker():
-    assert worker._task_path('/t/g.pb', 0) == '/t/g.pb'
-    assert worker._task_path('/t/g.pb', 1) is None
-    assert worker._task_path('/t/g.{task}.pb', 2) == '/t/g.2.pb'
-    assert worker._task_path(None, 0) is None
+    assert tracing.task_path('/t/g.pb', 0) == '/t/g.pb'
+    assert tracing.task_path('/t/g.pb', 1) is None
+    assert tracing.task_path('/t/g.{task}.pb', 2) == '/t/g.2.pb'
+    assert tracing.task_path(None, 0) is None
 
 
 def _sleep(seconds, name):
@@ -133,10 +134,10 @@ def test_background_runs_that_overlap_the_traced_step_join_its_trace(tmp_path, s
         sess = task_session.TaskSession(server.target, tf.ConfigProto(),
                                         tf.train.Saver([tf.Variable(0)]), True, None, [hook],
                                         timeout_s=5.0)
-        tracing = worker._tracing(_cfg(0, path), print, [hook], sess)
+        traced = tracing.step_tracing(_cfg(0, path), print, [hook], sess)
         runs = []
         session_lib.run_steps(sess, step, 3, 1, run=lambda f: runs.append(sess.run(f)),
-                              **dict(tracing, trace_step=2))
+                              **dict(traced, trace_step=2))
         sess.close()
     assert len(runs) == 4  # 3 timed steps and the one before the traced one
     metadata = capture.load_run_metadata(path)

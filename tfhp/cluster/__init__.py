@@ -6,6 +6,9 @@ watching, emulated links) are the launcher's (`tfhp.launcher`); neither imports 
   task.py          what every role shares: the roles of a cluster, starting a task (server,
                    published state, peer watch, watchdog), server config, bounds
   worker.py        a between-graph worker: graph, session, steps, result
+  bounded_steps.py a worker's steps and its handshake with the ps tasks, each bounded and
+                   named on failure
+  tracing.py       a worker's traced step (--trace_file): who writes what, the runs beside it
   progress.py      a worker's step counting: warm-up, timed steps, the common end (pure Python)
   serving_task.py  a task that only serves (ps tasks, in-graph workers other than the client)
   client.py        the in-graph client

@@ -20,12 +20,13 @@ from tfhp.runner import build
 from tfhp.runner import results
 from tfhp import session as session_lib
 from tfhp import startup
+from tfhp.cluster import bounded_steps
 from tfhp.cluster import servers
 from tfhp.cluster import task as task_lib
 from tfhp.cluster import task_session
 
 
-def run(cfg, log, stop, task, proto, topology, events, step_runner):
+def run(cfg, log, stop, task, proto, topology, events):
     """Runs this worker's inference (see the module doc); returns its result dict.
 
     Args:
@@ -36,8 +37,6 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
       proto: its server's ConfigProto.
       topology: its `Topology.between_graph`.
       events: its `events.EventLog`.
-      step_runner: step_runner(sess, cluster, dog, what) -> run(fetches), each run a step the
-        watchdog bounds (`tfhp.cluster.worker`'s).
     """
     cluster, index, dog = cfg.cluster, cfg.cluster.task_index, task.dog
     built = build.build(cfg, topology, finalize=False)
@@ -57,8 +56,7 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
     if built.post_init_ops:
         sess.run(built.post_init_ops, options=timeout)
     session_lib.warm_up(sess, built.ops.warmup_ops)
-    warm_ends, timed_start, ends, times = _forward_steps(sess, built, cfg, stop, dog,
-                                                        step_runner)
+    warm_ends, timed_start, ends, times = _forward_steps(sess, built, cfg, stop, dog)
     dog.phase('reading the final figures', cluster.peer_timeout_s)
     step, total = sess.run([global_step, checksum], options=timeout)
     sess.close()
@@ -85,7 +83,7 @@ def run(cfg, log, stop, task, proto, topology, events, step_runner):
     return results.write(cfg, result)
 
 
-def _forward_steps(sess, built, cfg, stop, dog, step_runner):
+def _forward_steps(sess, built, cfg, stop, dog):
     """Warm-up then timed forward steps, each bounded; a stop signal ends them after a step.
 
     Returns:
@@ -103,7 +101,8 @@ def _forward_steps(sess, built, cfg, stop, dog, step_runner):
             ends.append(time.time())
             return stop.requested
         times = session_lib.run_steps(sess, fetch, num_steps, built.images_per_step,
-                                      run=step_runner(sess, cluster, dog, what), on_step=on_step)
+                                      run=bounded_steps.step_runner(sess, cluster, dog, what),
+                                      on_step=on_step)
         return ends, times
 
     warm_ends = steps(cfg.run.num_warmup_batches, 'warm-up step')[0] if (

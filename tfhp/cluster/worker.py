@@ -20,7 +20,6 @@ computed from them), the global step rate it saw, and its counts (dropped late g
 staleness) split into its timed steps' and its warm-up's.
 """
 import collections
-import itertools
 import signal
 import time
 
@@ -37,8 +36,8 @@ from tfhp import session as session_lib
 from tfhp import startup
 from tfhp import topology as topology_lib
 from tfhp.cluster import agreement
+from tfhp.cluster import bounded_steps
 from tfhp.cluster import control
-from tfhp.cluster import errors
 from tfhp.cluster import events as events_lib
 from tfhp.cluster import inference
 from tfhp.cluster import liveness
@@ -47,10 +46,10 @@ from tfhp.cluster import servers
 from tfhp.cluster import signals
 from tfhp.cluster import task as task_lib
 from tfhp.cluster import task_session
+from tfhp.cluster import tracing
 from tfhp.cluster import watchdog
 from tfhp.data import errors as data_errors
 from tfhp.ops import session_hooks
-from tfhp.profiling import capture
 from tfhp.profiling import graphs as graphs_lib
 from tfhp.replication import collective_workers
 
@@ -58,10 +57,6 @@ from tfhp.replication import collective_workers
 _CONTROL_GROUP_KEY = collective_workers.GROUP_KEY + 1
 # Bound on a failing worker's telling the serving tasks (it ends the task right after).
 _LAST_WORDS_S = 5.0
-# In --trace_file: every worker writes its own trace, its task index here.
-TRACE_TASK = '{task}'
-# Errors of a run that mean a peer went away (or the run was cancelled because one did).
-_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError)
 
 
 class _DelayHook(tf.train.SessionRunHook):
@@ -108,7 +103,7 @@ _WorkerGraph = collections.namedtuple('_WorkerGraph', [
     'end_at_target',  # op moving it to --target_global_step (None without one)
     'final',      # read once at the end: counters, loss, a checksum of the variables
     'placement',  # task.bytes_by_device of the trainable variables
-    'handshake',  # moves a tensor from this worker to every ps task (see `_handshake`)
+    'handshake',  # moves a tensor from this worker to every ps task (`bounded_steps.handshake`)
 ])
 
 
@@ -174,7 +169,7 @@ def run(cfg, log, stop, fail):
                                cluster.peer_timeout_s)
         startup.mark('peers')
         if not cfg.trains:  # --forward_only
-            return inference.run(cfg, log, stop, task, proto, topology, events, _step_runner)
+            return inference.run(cfg, log, stop, task, proto, topology, events)
         return _train_worker(cfg, log, stop, task, proto, protocol, topology, events)
     except config_lib.ConfigError as e:
         # A setting at fault (a peer that never answered, the chief that never initialised,
@@ -198,7 +193,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
                           (control.STOP_MARGIN, warm_and_timed), combine_stop)
     startup.mark('graph')
     built = graph.built
-    graph_file = _task_path(cfg.profile.graph_file, index)
+    graph_file = tracing.task_path(cfg.profile.graph_file, index)
     if graph_file:
         log('Wrote the graph to %s' % graphs_lib.write_graph(built.graph, graph_file))
     set_end = graph.end_at_target or graph.end_after[warm_and_timed]
@@ -241,7 +236,7 @@ def _train_worker(cfg, log, stop, task, proto, protocol, topology, events):
         raise
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
     dog.phase('settling the last step (its background pulls)', cluster.step_timeout_s)
-    _settle(sess, hooks)
+    session_hooks.settle(sess, hooks)
     dog.phase('reading the final figures', cluster.peer_timeout_s)
     final = sess.run(graph.final, options=timeout)
     dog.phase('closing the session (the chief writes its last checkpoint)',
@@ -265,59 +260,6 @@ def _resume_advice(train_dir):
     return ('start the job again with the same flags: it resumes from %s' % (
         'the checkpoint of global step %d in --train_dir=%s' % (step, train_dir) if step else
         'the start (no checkpoint in --train_dir=%s yet)' % train_dir))
-
-
-def _step_runner(sess, cluster, dog, what):
-    """run(fetches) -> their values, each run a step whose phase the watchdog bounds.
-
-    A step past --step_timeout_s, or one that fails because a peer went away, ends the task
-    through the watchdog, naming the peers most likely to blame. Steps are named
-    '<what> <n>' in messages.
-    """
-    options = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
-    # The step's own timeout comes first; the watchdog's bound is the backstop.
-    bound = cluster.step_timeout_s + cluster.peer_timeout_s
-    numbers = itertools.count(1)
-
-    def run(fetches):
-        step = '%s %d' % (what, next(numbers))
-        dog.phase(step, bound)
-        try:
-            return sess.run(fetches, options=options)
-        except tf.errors.DeadlineExceededError:
-            blame = dog.culprits()
-            dog.fail('%s did not end within --step_timeout_s=%g%s'
-                     % (step, cluster.step_timeout_s, '; ' + blame if blame else ''))
-        except _PEER_ERRORS as e:
-            named = dog.named_in(e.message)
-            blame = ('lost %s' % ', '.join(str(p) for p in named)) if named else dog.culprits()
-            dog.fail('%s failed (%s)%s' % (step, errors.cause(e.message, type(e).__name__),
-                                           '; ' + blame if blame else ''), lost=named)
-        raise errors.PeerLost(step)  # reached only where `fail` returns (a test's)
-    return run
-
-
-def _handshake(sess, handshake, cluster, dog):
-    """Runs `handshake` until it succeeds: the ps tasks can reach this worker again.
-
-    The ps tasks pull every tensor a worker sends them, and after a worker died their gRPC
-    channel to its address backs off for seconds: a restarted worker's first step would fail
-    with "Failed to connect". Retried for at most --peer_timeout_s.
-    """
-    what = 'waiting for the ps tasks to reach this worker'
-    dog.phase(what, 2 * cluster.peer_timeout_s)
-    options = tf.RunOptions(timeout_in_ms=int(cluster.peer_timeout_s * 1000))
-    deadline = time.monotonic() + cluster.peer_timeout_s
-    while True:
-        try:
-            sess.run(handshake, options=options)
-            return
-        except _PEER_ERRORS as e:
-            if time.monotonic() > deadline:
-                dog.fail('%s did not end within --peer_timeout_s=%g (%s)'
-                         % (what, cluster.peer_timeout_s, errors.cause(e.message)))
-                raise errors.PeerLost(what) from e  # reached only where `fail` returns
-            time.sleep(0.2)
 
 
 def _noting(path):
@@ -344,7 +286,7 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
     """
     run_cfg, cluster = cfg.run, cfg.cluster
     built = graph.built
-    _handshake(sess, graph.handshake, cluster, dog)
+    bounded_steps.handshake(sess, graph.handshake, cluster, dog)
     timeout = tf.RunOptions(timeout_in_ms=int(cluster.step_timeout_s * 1000))
     dog.phase('the staging warm-up', cluster.step_timeout_s + cluster.peer_timeout_s)
     # The manager's post-init ops (priming staged reads: this worker's own areas), once the
@@ -363,11 +305,11 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
     noted = _noting(run_cfg.progress_file if cluster.task_index == 0 else None)
     if progress.warm_more():
         session_lib.run_steps(sess, fetch, run_cfg.num_warmup_batches, built.images_per_step,
-                              run=_step_runner(sess, cluster, dog, 'warm-up step'),
+                              run=bounded_steps.step_runner(sess, cluster, dog, 'warm-up step'),
                               on_step=noted(lambda value: progress.after_warm_step(value[1])))
     # The warm-up's work beside the steps (priority pushes: the pushes of its last step, the
     # first to run each push op) is done before the timed steps start.
-    _settle(sess, built.ops.hooks)
+    session_hooks.settle(sess, built.ops.hooks)
     # The manager's counts so far, so that the result splits them into warm-up and timed.
     warm_counters = counts.values(sess.run(graph.final['counters'], options=timeout))
 
@@ -380,10 +322,10 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
         times = session_lib.run_steps(
             sess, fetch, progress.timed_limit, built.images_per_step,
             [session_lib.Observer(run_cfg.display_every, {'loss': built.ops.loss}, on_interval)],
-            run=_step_runner(sess, cluster, dog, 'step'),
+            run=bounded_steps.step_runner(sess, cluster, dog, 'step'),
             on_step=noted(lambda value: progress.after_timed_step(value[1], loss=value[2])),
-            **_tracing(cfg, log, built.ops.hooks, sess))
-        _settle(sess, built.ops.hooks)
+            **tracing.step_tracing(cfg, log, built.ops.hooks, sess))
+        session_hooks.settle(sess, built.ops.hooks)
         progress.settled()
     if progress.stopped:
         events.note('the job stopped at global step %d' % progress.step)
@@ -393,62 +335,6 @@ def _train_loop(sess, graph, cfg, by_global_step, stop, dog, log, events):
         warm_global_step=progress.warm_step, start_global_step=progress.start_step,
         warmup_steps=progress.warmup_steps, warmup_counters=warm_counters,
         first_loss=progress.first_loss, last_loss=progress.last_loss)
-
-
-def _settle(sess, hooks):
-    """Waits for the work beside the steps run so far (`RunInLoops.settle`)."""
-    for hook in hooks:
-        if isinstance(hook, session_hooks.RunInLoops):
-            hook.settle(sess)
-
-
-def _task_path(path, index):
-    """The path this worker writes an output of --trace_file, --graph_file or
-    --partitioned_graph_file_prefix to: the chief (task 0) writes it, and with `{task}` in it
-    every worker writes its own, the task index in place of `{task}`; None: not this worker."""
-    if path and (index == 0 or TRACE_TASK in path):
-        return path.replace(TRACE_TASK, str(index))
-    return None
-
-
-def _tracing(cfg, log, hooks, sess):
-    """run_steps' trace_step and on_trace for --trace_file and --partitioned_graph_file_prefix:
-    every worker runs timed step --trace_step traced (an extra, untimed step, so that the
-    workers of a synchronous job still take their steps together), and `_task_path` says who
-    writes the trace files and the step's partition graphs (the traced run returns both;
-    `tfhp.profiling.worker_phases` lines up the workers' traces)."""
-    profile = cfg.profile
-    if not (profile.trace_file or profile.partitioned_graph_file_prefix):
-        return {}
-    write = None
-    index = cfg.cluster.task_index
-    trace_file = _task_path(profile.trace_file, index)
-    if trace_file:
-        write = capture.trace_writer(trace_file, profile.trace_memory, log,
-                                     chrome=profile.use_chrome_trace_format)
-    prefix = _task_path(profile.partitioned_graph_file_prefix, index)
-    # Background runs (background pulls, the sync chief's updates, priority pushes) are traced
-    # from one extra step before the traced one, and those that overlap it, or the work
-    # beside it that the step leaves (`settle`: its last pulls; with priority pushes, the
-    # pushes and applies too), are merged into its trace. Every worker of a synchronous job
-    # has the sync hook, so all of them run that step: their steps still pair up.
-    loops = [h for h in hooks if isinstance(h, session_hooks.RunInLoops)]
-
-    def on_trace(step, run_metadata):
-        _settle(sess, loops)
-        settled_micros = time.time() * 1e6
-        # Runs still in flight get as long again as the step took: a step's last pulls end
-        # soon after it, while the chief's next update waits for the next step.
-        wait_s = capture.duration_s(run_metadata)
-        background = [trace for hook in loops for trace in hook.loop_traces(wait_s)]
-        if write:
-            write(step, capture.with_background(run_metadata, background, settled_micros))
-        if prefix:
-            for path in graphs_lib.write_partition_graphs(run_metadata, prefix):
-                log('Wrote partitioned graph %s' % path)
-
-    return {'trace_step': profile.trace_step, 'on_trace': on_trace,
-            'before_trace': (lambda: [h.trace_loops() for h in loops]) if loops else None}
 
 
 def _result(cfg, built, loop, final, log, **session):

@@ -163,3 +163,10 @@ class RunInLoops(tf.train.SessionRunHook):
                     self._in_flight -= 1
                     self._traces.append((name, metadata))
         return value
+
+
+def settle(session, hooks):
+    """Waits for the work beside the steps run so far of each `RunInLoops` among `hooks`."""
+    for hook in hooks:
+        if isinstance(hook, RunInLoops):
+            hook.settle(session)
