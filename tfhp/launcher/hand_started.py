@@ -9,12 +9,23 @@ Imports no TensorFlow.
 import json
 import os
 import signal
+import socket
 import time
 
 from tfhp.launcher import forked_task
 from tfhp.launcher import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _listens(address):
+    """Whether a server accepts connections at host:port."""
+    host, port = address.rsplit(':', 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def end(proc):
@@ -80,6 +91,24 @@ class HandStartedJob:
                 raise RuntimeError('%s %d never printed %r:\n%s'
                                    % (task + (text, self.log(task)[-3000:])))
             time.sleep(0.1)
+
+    def wait_for_servers(self, tasks, timeout_s):
+        """Waits until every task of `tasks` listens on its address or has ended, so that what
+        is timed next counts from the moment the last of them could take part in the job, not
+        from their start-up (TensorFlow's import, seconds on loaded cores).
+
+        Raises:
+          RuntimeError: timeout_s passed first, naming the tasks not up.
+        """
+        deadline = time.monotonic() + timeout_s
+        waiting = list(tasks)
+        while waiting:
+            waiting = [t for t in waiting
+                       if self.procs[t].poll() is None and not _listens(self.address(t))]
+            if waiting and time.monotonic() > deadline:
+                raise RuntimeError('%s did not listen within %g s' % (
+                    ', '.join('%s %d' % t for t in waiting), timeout_s))
+            time.sleep(0.02 if waiting else 0)
 
     def signal(self, task, signum):
         """Sends signum to `task` (its process, not its group: as a scheduler would)."""
