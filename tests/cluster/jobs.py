@@ -36,9 +36,11 @@ def launch_job(tmp_path, num_ps, num_workers, *tfhp_args, launcher_args=()):
     return proc.returncode, summary, output
 
 
-def hand_started(directory, num_ps, num_workers, args):
-    """A `hand_started_lib.HandStartedJob` of the SMALL model with `args`."""
-    return hand_started_lib.HandStartedJob(directory, num_ps, num_workers, SMALL + list(args))
+def hand_started(directory, num_ps, num_workers, args, private=True):
+    """A `hand_started_lib.HandStartedJob` of the SMALL model with `args` (`private`: in a
+    network namespace of its own where one can be made)."""
+    return hand_started_lib.HandStartedJob(directory, num_ps, num_workers, SMALL + list(args),
+                                           private=private)
 
 
 def namespaces(prefix=None):

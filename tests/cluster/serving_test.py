@@ -19,8 +19,9 @@ pytestmark = [pytest.mark.cluster]
 
 
 def test_a_client_that_never_saved_reconnects_and_saves_what_the_ps_holds(tmp_path):
+    # This process is the client: the job runs on the machine's network.
     job = jobs.hand_started(tmp_path, 1, 1, ['--num_batches=3', '--peer_timeout_s=10',
-                                             '--linger_s=120'])
+                                             '--linger_s=120'], private=False)
     try:
         job.start_all()
         ended = job.wait([('worker', 0)], jobs.JOB_TIMEOUT_S)

@@ -4,28 +4,37 @@
 documented multi-machine mode: --job_name, --task_index, --ps_hosts, --worker_hosts), its output
 in a log file, so that a study or a test can kill, stop (SIGSTOP), signal or restart any task
 and time how the others react (`experiments.fault_bounds`, `tests/cluster/faults_test.py`).
+Where this process may create one, the tasks run in a network namespace of their own
+(`private_net`), as a launched job's do: nothing outside the job reaches their servers. A
+caller that connects to them itself (a client in this process) asks for the machine's network.
 Imports no TensorFlow.
 """
 import json
 import os
 import signal
-import socket
 import time
 
 from tfhp.launcher import forked_task
 from tfhp.launcher import plan
+from tfhp.launcher import private_net
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _listens(address):
-    """Whether a server accepts connections at host:port."""
-    host, port = address.rsplit(':', 1)
-    try:
-        with socket.create_connection((host, int(port)), timeout=0.5):
-            return True
-    except OSError:
-        return False
+def _listens(pid, port):
+    """Whether process `pid` (and its network namespace) has a TCP socket listening on `port`:
+    read from /proc, so that a task in a namespace of its own is seen from outside it."""
+    for table in ('tcp', 'tcp6'):
+        try:
+            with open('/proc/%d/net/%s' % (pid, table)) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:  # the process has ended
+            return False
+        for row in rows:
+            fields = row.split()
+            if fields[3] == '0A' and int(fields[1].rsplit(':', 1)[1], 16) == port:
+                return True
+    return False
 
 
 def end(proc):
@@ -43,13 +52,24 @@ class HandStartedJob:
       directory: where logs (<job>_<index>.log) and results (<job>_<index>.jsonl) go.
       num_ps, num_workers: task counts.
       args: tfhp flags of every task.
+      private: run the tasks in a network namespace of their own where one can be made
+        (module doc); False: on the machine's network, for a caller that connects to them.
     """
 
-    def __init__(self, directory, num_ps, num_workers, args):
+    def __init__(self, directory, num_ps, num_workers, args, private=True):
         self.directory = str(directory)
         self.commands = plan.task_commands(num_ps, num_workers, list(args), self.directory)
         self.procs = {}
         self.started = {}
+        self.network = None
+        if private:
+            try:
+                self.network = private_net.PrivateNetwork()
+            except private_net.Unavailable:
+                pass  # the machine's network: each task prints the line that says so
+        if self.network:
+            self.commands = {task: self.network.command(argv)
+                             for task, argv in self.commands.items()}
 
     def start(self, task, argv=None):
         """Starts `task` (again, for a restart) with its command or `argv`."""
@@ -93,8 +113,8 @@ class HandStartedJob:
             time.sleep(0.1)
 
     def wait_for_servers(self, tasks, timeout_s):
-        """Waits until every task of `tasks` listens on its address or has ended, so that what
-        is timed next counts from the moment the last of them could take part in the job, not
+        """Waits until every task of `tasks` listens on its port or has ended, so that what is
+        timed next counts from the moment the last of them could take part in the job, not
         from their start-up (TensorFlow's import, seconds on loaded cores).
 
         Raises:
@@ -103,8 +123,8 @@ class HandStartedJob:
         deadline = time.monotonic() + timeout_s
         waiting = list(tasks)
         while waiting:
-            waiting = [t for t in waiting
-                       if self.procs[t].poll() is None and not _listens(self.address(t))]
+            waiting = [t for t in waiting if self.procs[t].poll() is None and not _listens(
+                self.procs[t].pid, int(self.address(t).rsplit(':', 1)[1]))]
             if waiting and time.monotonic() > deadline:
                 raise RuntimeError('%s did not listen within %g s' % (
                     ', '.join('%s %d' % t for t in waiting), timeout_s))
@@ -140,6 +160,9 @@ class HandStartedJob:
             return json.loads(f.read().splitlines()[-1])
 
     def end_all(self):
-        """Kills every task still running (their process groups)."""
+        """Kills every task still running (their process groups), then deletes the job's
+        network namespace."""
         for proc in self.procs.values():
             end(proc)
+        if self.network:
+            self.network.close()
