@@ -32,6 +32,7 @@ from tfhp.config import paths
 from tfhp.data import info as info_lib
 from tfhp.data import synthetic
 from tfhp.launcher import link_traffic
+from tfhp.launcher import private_net
 
 run_tfhp = sweep.run_tfhp
 
@@ -107,6 +108,16 @@ def link_figures(summary):
             'link_bytes': {name: (t['bytes_sent_per_step'], t['bytes_received_per_step'])
                            for name, t in per_step.items()},
             'link_bps': {name: t['link_bps'] for name, t in links['tasks'].items()}}
+
+
+def own_network(study):
+    """Moves this process, which starts TensorFlow servers in itself, into a network namespace
+    whose only interface is a loopback (`private_net.enter`), before it starts any; where it
+    cannot, says once that they listen on the machine's network, and why."""
+    why = private_net.enter()
+    if why:
+        print('%s: its servers listen on every interface of this machine while it runs, open to '
+              'anyone who reaches it (%s; docs/security.md)' % (study, why))
 
 
 def run_in_rounds(measures, repeats, base_seed):

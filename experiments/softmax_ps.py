@@ -179,6 +179,7 @@ def study():
     """Every configuration --repeats times, in rounds, reported; with --child, one of them."""
     options = Options(**{f.name: getattr(FLAGS, f.name) for f in dataclasses.fields(Options)})
     if FLAGS.child:
+        common.own_network('softmax_ps')
         compat.enable_graph_mode()
         num_ps, softmax = FLAGS.child.split(':')
         print(json.dumps(measure(int(num_ps), softmax, options, FLAGS.seed)))

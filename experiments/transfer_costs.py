@@ -193,6 +193,8 @@ def study():
         raise SystemExit('transfer_costs: ' + '; '.join(errors))
     if FLAGS.link_rate and not FLAGS.emulated_hosts:
         return _inside_emulated_links()
+    if not FLAGS.emulated_hosts:  # on loopback: the ps child is started from here
+        common.own_network('transfer_costs')
     compat.enable_graph_mode()
     try:
         records = common.repeat_in_rounds([functools.partial(measure, p) for p in PROBES],

@@ -4,6 +4,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -221,3 +222,25 @@ def test_sigterm_to_a_launcher_removes_its_namespace(can_isolate):
     child.send_signal(signal.SIGTERM)
     assert child.wait(timeout=10) == 128 + signal.SIGTERM
     assert not jobs.namespaces(name)
+
+
+def test_a_process_that_enters_its_own_network_serves_on_a_loopback_only(can_isolate):
+    # In a child: entering moves the process for good.
+    script = ('import socket\n'
+              'from tfhp.launcher import private_net\n'
+              'assert private_net.enter() is None\n'
+              'names = [l.split(":")[0].strip() for l in open("/proc/self/net/dev")][2:]\n'
+              'server = socket.create_server(("127.0.0.1", 0))\n'
+              'print(names, server.getsockname()[1], flush=True)\n'
+              'input()\n')
+    proc = subprocess.Popen([sys.executable, '-c', script], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        names, port = proc.stdout.readline().rsplit(' ', 1)
+        assert names == "['lo']"
+        # The child listens in its namespace; from this one, nobody is there.
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(('127.0.0.1', int(port)), timeout=5).close()
+    finally:
+        proc.communicate('\n', timeout=30)
+    assert proc.returncode == 0

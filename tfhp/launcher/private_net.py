@@ -7,6 +7,9 @@ The tasks of a job on one machine talk over 127.0.0.1 only, so they need no othe
 a namespace of their own, whose only interface is `lo`, nothing outside it can connect to their
 ports, neither another user of the machine nor another host.
 
+A process that starts servers in itself (a study's in-process cluster) moves into a namespace
+of its own instead (`enter`), before it starts them.
+
 `isolated(commands, say)` creates the namespace and returns the commands run inside it
 (`ip netns exec NAME ...`, which the forkserver also takes: `tfhp.launcher.forked_task`). Every
 process that connects to the job's ports must be started with `PrivateNetwork.command` too (a
@@ -25,6 +28,7 @@ a forked task enters it with one setns.
 Imports no TensorFlow.
 """
 import contextlib
+import ctypes
 import os
 import secrets
 import shutil
@@ -92,6 +96,32 @@ class PrivateNetwork:
             subprocess.run(['ip', 'netns', 'delete', self.name], capture_output=True,
                            timeout=_TIMEOUT_S, check=False)  # Gone already is fine.
             self._closed = True
+
+
+_CLONE_NEWNET = 0x40000000  # <sched.h>
+
+
+def enter():
+    """Moves this process into a new network namespace whose only interface is a loopback that
+    is up: the thread that calls it and every thread and process it starts from then on (a
+    server started after it listens there only). Call it before any server or session starts.
+
+    Returns:
+      None, or why this process stays on the machine's network (`probe`'s reasons, or the
+      kernel's refusal).
+    Raises:
+      Unavailable: the new namespace's loopback could not be raised.
+    """
+    why = probe()
+    if why:
+        return why
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNET) != 0:
+        return 'unshare(CLONE_NEWNET) failed: %s' % os.strerror(ctypes.get_errno())
+    # A child of this thread, so in the new namespace. Past the unshare there is no way back:
+    # a loopback that stays down ends the caller here.
+    _ip('link', 'set', 'lo', 'up')
+    return None
 
 
 def ports(commands):
