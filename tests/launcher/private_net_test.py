@@ -20,7 +20,6 @@ from tfhp.launcher import private_net
 
 ROOT = jobs.ROOT
 TEST_PREFIX = 'tfhptest-'
-_LISTEN = '0A'  # a TCP socket's state in /proc/net/tcp: listening
 
 
 @pytest.fixture
@@ -109,19 +108,6 @@ def test_a_killed_launchers_namespace_is_removed_by_the_next_one(can_isolate):
     assert not jobs.namespaces(TEST_PREFIX)
 
 
-def _listening(pid, port):
-    """Whether process `pid` sees a TCP socket listening on `port` in its network namespace."""
-    for table in ('tcp', 'tcp6'):
-        try:
-            with open('/proc/%d/net/%s' % (pid, table)) as f:
-                rows = [line.split() for line in f.read().splitlines()[1:]]
-        except OSError:
-            return False
-        if any(int(row[1].rsplit(':', 1)[1], 16) == port and row[3] == _LISTEN for row in rows):
-            return True
-    return False
-
-
 def outside_read(address, path, timeout_ms=5000):
     """What a client that is no part of the job reads of `path` on the ps task at `address`
     (tf.io.read_file placed there), or the name of the error it got. gRPC retries a port that
@@ -156,7 +142,7 @@ class _OutsideClient:
 
         def probe():
             deadline = time.monotonic() + 120
-            while not _listening(ps.pid, port):
+            while not private_net.listens(ps.pid, port):
                 if time.monotonic() > deadline:
                     self.got = 'the ps task never listened'
                     return

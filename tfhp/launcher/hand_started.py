@@ -21,22 +21,6 @@ from tfhp.launcher import private_net
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _listens(pid, port):
-    """Whether process `pid` (and its network namespace) has a TCP socket listening on `port`:
-    read from /proc, so that a task in a namespace of its own is seen from outside it."""
-    for table in ('tcp', 'tcp6'):
-        try:
-            with open('/proc/%d/net/%s' % (pid, table)) as f:
-                rows = f.read().splitlines()[1:]
-        except OSError:  # the process has ended
-            return False
-        for row in rows:
-            fields = row.split()
-            if fields[3] == '0A' and int(fields[1].rsplit(':', 1)[1], 16) == port:
-                return True
-    return False
-
-
 def end(proc):
     """Ends a process group started with start_new_session, if it is still running."""
     if proc.poll() is None:
@@ -122,13 +106,16 @@ class HandStartedJob:
         """
         deadline = time.monotonic() + timeout_s
         waiting = list(tasks)
-        while waiting:
-            waiting = [t for t in waiting if self.procs[t].poll() is None and not _listens(
-                self.procs[t].pid, int(self.address(t).rsplit(':', 1)[1]))]
-            if waiting and time.monotonic() > deadline:
+        while True:
+            waiting = [t for t in waiting if self.procs[t].poll() is None and
+                       not private_net.listens(self.procs[t].pid,
+                                               int(self.address(t).rsplit(':', 1)[1]))]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
                 raise RuntimeError('%s did not listen within %g s' % (
                     ', '.join('%s %d' % t for t in waiting), timeout_s))
-            time.sleep(0.02 if waiting else 0)
+            time.sleep(0.02)
 
     def signal(self, task, signum):
         """Sends signum to `task` (its process, not its group: as a scheduler would)."""

@@ -124,6 +124,21 @@ def enter():
     return None
 
 
+def listens(pid, port):
+    """Whether process `pid` has a TCP socket listening on `port` in its network namespace:
+    read from /proc, so that a process in a namespace of its own is seen from outside it."""
+    for table in ('tcp', 'tcp6'):
+        try:
+            with open('/proc/%d/net/%s' % (pid, table)) as f:
+                rows = [line.split() for line in f.read().splitlines()[1:]]
+        except OSError:  # the process has ended
+            return False
+        # Columns: sl, local address (hex ip:port), remote address, state (0A: listening).
+        if any(row[3] == '0A' and int(row[1].rsplit(':', 1)[1], 16) == port for row in rows):
+            return True
+    return False
+
+
 def ports(commands):
     """The TCP ports of a job's tasks, ascending, read from their commands' address flags."""
     argv = next(iter(commands.values()))
