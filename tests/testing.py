@@ -105,7 +105,7 @@ def xdist_worker():
 
 def selected(request):
     """The command names `reads` marked on the tests of this run in `request`'s module: those
-    to start ahead of their tests (`Started`). None in a pytest-xdist worker: there a command
+    to start ahead of their tests (`Started`). In a pytest-xdist worker, none: there a command
     started ahead might be read by another worker's test only (and so run twice), and no core
     is idle to run it beside this worker's tests; each starts when its test asks for it."""
     if xdist_worker():
